@@ -1,0 +1,25 @@
+# geogate: `make run` serves the demo on :8000, `make test` runs every test.
+.PHONY: run test bench lint stop build fmt
+
+run:
+	scripts/run.sh
+
+test:
+	scripts/test.sh
+
+bench:
+	scripts/bench.sh
+
+build:
+	go build -o bin/api ./cmd/api
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+stop:
+	scripts/services.sh stop dev
+	scripts/services.sh stop test

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/health"
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/rdb"
+)
+
+type (
+	pgPool      = *pgxpool.Pool
+	redisClient = redis.UniversalClient
+)
+
+// newHandler builds every route of the service on one screen.
+func newHandler(cfg config.Config, log *slog.Logger, d deps) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		pg.NewCollector(d.db),
+		rdb.NewCollector(d.redis),
+	)
+	r := httpx.NewRouter(log, httpx.NewMetrics(reg))
+
+	health.Register(r, cfg.Redis.Timeout*4, map[string]health.Check{
+		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
+		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
+	})
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+
+	return r
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/rdb"
+)
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 0, "port to listen on (overrides PORT)")
+	noMigrate := fs.Bool("no-migrate", false, "do not apply migrations at start (overrides MIGRATE_ON_START)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if *port != 0 {
+		cfg.Server.Port = *port
+	}
+	if *noMigrate {
+		cfg.DB.MigrateOnStart = false
+	}
+	log := newLogger(stdout, cfg.Server.LogLevel)
+	deps, closeDeps, err := openDeps(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
+
+	srv := &http.Server{
+		Handler:           newHandler(cfg, log, deps),
+		ReadHeaderTimeout: cfg.Server.ReadTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Server.Port)))
+	if err != nil {
+		return fmt.Errorf("listen on port %d: %w", cfg.Server.Port, err)
+	}
+	log.Info("listening", "url", fmt.Sprintf("http://localhost:%d", cfg.Server.Port))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	// In-flight requests finish; new connections are refused from here on.
+	log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// deps are the shared clients every capability is built from.
+type deps struct {
+	db    pgPool
+	redis redisClient
+}
+
+// openDeps connects to PostgreSQL and Redis within the start-up timeout,
+// applies migrations when configured, and returns a func that closes both.
+func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, func(), error) {
+	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
+	defer cancel()
+	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), AppName: "geogate"})
+	if err != nil {
+		return deps{}, nil, err
+	}
+	if cfg.DB.MigrateOnStart {
+		if err := pg.Migrate(sctx, pool, log); err != nil {
+			pool.Close()
+			return deps{}, nil, err
+		}
+	}
+	rc, err := rdb.Open(sctx, cfg.Redis.URL, cfg.Redis.Timeout)
+	if err != nil {
+		pool.Close()
+		return deps{}, nil, err
+	}
+	closeAll := func() {
+		_ = rc.Close()
+		pool.Close()
+	}
+	return deps{db: pool, redis: rc}, closeAll, nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

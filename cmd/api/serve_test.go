@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// syncBuffer lets the test read logs while the server writes them.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// envMap turns a map into a getenv func.
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// startService runs the whole program against a fresh database and the
+// test Redis, waits for /healthz and returns its base URL. The service is
+// stopped, and its clean exit checked, when the test ends.
+func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
+	t.Helper()
+	_, dbURL := testenv.DBWithURL(t)
+	port := freePort(t)
+	env := map[string]string{
+		"DATABASE_URL": dbURL,
+		"REDIS_URL":    testenv.Getenv(t, "TEST_REDIS_URL"),
+		"PORT":         fmt.Sprint(port),
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, envMap(env), logs, logs) }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run() after shutdown = %v, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("run() did not return within 20s of shutdown")
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("run() ended early: %v\nlogs:\n%s", err, logs)
+		default:
+		}
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base, logs
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("service did not answer /healthz within 15s; logs:\n%s", logs)
+	return "", nil
+}
+
+func getJSON(t *testing.T, req *http.Request) (*http.Response, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s %s: body %q is not JSON: %v", req.Method, req.URL, body, err)
+	}
+	return resp, m
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	base, logs := startService(t, nil)
+
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		wantStatus int
+		wantDetail string
+	}{
+		{"ReadyOK", "GET", "/readyz", 200, ""},
+		{"UnknownRoute", "GET", "/no/such/route", 404, "Not Found"},
+		{"WrongMethod", "DELETE", "/healthz", 405, "Method Not Allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, base+tt.path, nil)
+			resp, body := getJSON(t, req)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("%s %s status = %d, want %d", tt.method, tt.path, resp.StatusCode, tt.wantStatus)
+			}
+			if tt.wantDetail != "" && body["detail"] != tt.wantDetail {
+				t.Errorf("%s %s detail = %v, want %q", tt.method, tt.path, body["detail"], tt.wantDetail)
+			}
+		})
+	}
+
+	t.Run("RequestIDEchoedAndLogged", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", base+"/healthz", nil)
+		req.Header.Set("X-Request-ID", "abc-123")
+		resp, _ := getJSON(t, req)
+		if got := resp.Header.Get("X-Request-ID"); got != "abc-123" {
+			t.Errorf("X-Request-ID = %q, want abc-123", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if !strings.Contains(logs.String(), `"request_id":"abc-123"`) {
+			t.Errorf("logs lack the request id:\n%s", logs)
+		}
+	})
+
+	t.Run("Metrics", func(t *testing.T) {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{"geogate_http_requests_total", "geogate_pgx_pool_conns", "geogate_redis_pool_conns", `route="/readyz"`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
+
+func TestStartupFailures(t *testing.T) {
+	redisURL := testenv.Getenv(t, "TEST_REDIS_URL")
+	_, dbURL := testenv.DBWithURL(t)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"DatabaseUnreachable", map[string]string{"DATABASE_URL": "postgres://geogate@127.0.0.1:1/geogate?sslmode=disable", "REDIS_URL": redisURL}, "database at 127.0.0.1:1 is unreachable"},
+		{"RedisUnreachable", map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": "redis://127.0.0.1:1/0"}, "redis at 127.0.0.1:1 is unreachable"},
+		{"DatabaseURLMalformed", map[string]string{"DATABASE_URL": "postgres://%zz", "REDIS_URL": redisURL}, "DATABASE_URL"},
+		{"RedisURLMalformed", map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": "memcache://x"}, "REDIS_URL"},
+		{"DatabaseURLMissing", map[string]string{"REDIS_URL": redisURL}, "DATABASE_URL"},
+		{"BadPort", map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": redisURL, "PORT": "http"}, "PORT"},
+		{"BadTimeout", map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": redisURL, "DB_QUERY_TIMEOUT": "soon"}, "DB_QUERY_TIMEOUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			var out bytes.Buffer
+			err := run(context.Background(), nil, envMap(tt.env), &out, &out)
+			if err == nil {
+				t.Fatalf("run() = nil, want an error naming %q", tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("run() = %q, want it to mention %q", err, tt.wantErr)
+			}
+			if d := time.Since(start); d > 12*time.Second {
+				t.Errorf("run() took %v to fail, want about 10s at most", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+// Package apperr is geogate's error vocabulary: a small set of kinds that
+// domain packages attach to their errors, and that the HTTP edge maps to
+// statuses. Domain packages never pick HTTP statuses themselves.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error by what the caller can do about it.
+type Kind int
+
+const (
+	// Internal is anything unexpected; its message never reaches a client.
+	Internal Kind = iota
+	NotFound
+	Invalid
+	Unauthenticated
+	Forbidden
+	Conflict
+	TooLarge
+	RateLimited
+	Unavailable
+	Timeout
+)
+
+// Error is an error with a kind and a message that is safe to show a client.
+type Error struct {
+	Kind    Kind
+	Message string
+	Err     error // the cause, for logs only
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an error of kind k with a client-safe message.
+func New(k Kind, msg string) *Error { return &Error{Kind: k, Message: msg} }
+
+// Errorf is New with formatting.
+func Errorf(k Kind, format string, args ...any) *Error {
+	return &Error{Kind: k, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an error of kind k with a client-safe message and a cause
+// that only logs see.
+func Wrap(k Kind, msg string, cause error) *Error {
+	return &Error{Kind: k, Message: msg, Err: cause}
+}
+
+// KindOf reports the kind of the first *Error in err's chain, or Internal.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Internal
+}
+
+// MessageOf reports the client-safe message of the first *Error in err's
+// chain, or "" when there is none.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return ""
+}

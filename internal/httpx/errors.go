@@ -1,0 +1,81 @@
+// Package httpx holds what every geogate route shares at the HTTP edge: the
+// one place that maps errors to statuses and {"detail": ...} bodies, the
+// request middleware (ids, logs, metrics, panics) and the router defaults.
+package httpx
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// Detail is the error body of every non-2xx response: FastAPI's shape.
+type Detail struct {
+	Detail any `json:"detail"`
+}
+
+var kindStatus = map[apperr.Kind]int{
+	apperr.Internal:        http.StatusInternalServerError,
+	apperr.NotFound:        http.StatusNotFound,
+	apperr.Invalid:         http.StatusUnprocessableEntity,
+	apperr.Unauthenticated: http.StatusUnauthorized,
+	apperr.Forbidden:       http.StatusForbidden,
+	apperr.Conflict:        http.StatusConflict,
+	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
+	apperr.RateLimited:     http.StatusTooManyRequests,
+	apperr.Unavailable:     http.StatusServiceUnavailable,
+	apperr.Timeout:         http.StatusGatewayTimeout,
+}
+
+// Status returns the HTTP status for err and the detail safe to show.
+// Anything it does not recognise is a 500 with a generic detail: driver and
+// SQL text never reach a client.
+func Status(err error) (int, any) {
+	var v *ValidationError
+	if errors.As(err, &v) {
+		return http.StatusUnprocessableEntity, v.Fields
+	}
+	if k := apperr.KindOf(err); k != apperr.Internal {
+		return kindStatus[k], apperr.MessageOf(err)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "The request took too long and was cancelled."
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this body.
+		return 499, "Client closed request."
+	}
+	return http.StatusInternalServerError, "Internal server error."
+}
+
+// Abort ends the request with the response err maps to. Only 5xx errors are
+// logged, with their cause; 4xx are the client's business.
+func Abort(c *gin.Context, err error) {
+	status, detail := Status(err)
+	if status >= 500 {
+		Logger(c).Error("request failed", "status", status, "err", err.Error())
+	}
+	_ = c.Error(err)
+	c.AbortWithStatusJSON(status, Detail{Detail: detail})
+}
+
+// AbortStatus ends the request with status and a plain detail message.
+func AbortStatus(c *gin.Context, status int, msg string) {
+	c.AbortWithStatusJSON(status, Detail{Detail: msg})
+}
+
+// Logger returns the request-scoped logger set by the middleware, or the
+// default logger outside a request.
+func Logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(loggerKey); ok {
+		if lg, ok := l.(*slog.Logger); ok {
+			return lg
+		}
+	}
+	return slog.Default()
+}

@@ -1,0 +1,50 @@
+// Package pg opens geogate's PostgreSQL pool and applies its migrations.
+package pg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options tunes the pool.
+type Options struct {
+	MaxConns int32
+	// AppName shows up in pg_stat_activity.
+	AppName string
+}
+
+// Open connects to url and checks that the database answers before ctx
+// ends. The error says which part failed and never includes a password.
+func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL is malformed: %w", scrub(err))
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.HealthCheckPeriod = 15 * time.Second
+	if o.AppName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = o.AppName
+	}
+	if deadline, ok := ctx.Deadline(); ok && cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = time.Until(deadline)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", scrub(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database at %s:%d is unreachable: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, scrub(err))
+	}
+	return pool, nil
+}
+
+// scrub drops nothing today but is the one place to strip secrets from
+// driver errors; pgx already redacts passwords in its messages.
+func scrub(err error) error { return err }

@@ -1,0 +1,52 @@
+// Package testenv gives integration tests their real services: a fresh,
+// migrated PostGIS database per test and a Redis client. `make test` starts
+// private instances and sets TEST_DATABASE_URL and TEST_REDIS_URL; a test
+// that cannot reach them fails, it never skips.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/rdb"
+)
+
+// Getenv reads name or fails the test with a hint on how to get services.
+func Getenv(tb testing.TB, name string) string {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		tb.Fatalf("%s is not set: run the tests through `make test`, which starts private PostGIS and Redis instances and sets it", name)
+	}
+	return v
+}
+
+// Redis returns a client for the test Redis, closed when the test ends.
+// Tests share one Redis, so each test must use its own keys (see Prefix).
+func Redis(tb testing.TB) redis.UniversalClient {
+	tb.Helper()
+	url := Getenv(tb, "TEST_REDIS_URL")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := rdb.Open(ctx, url, time.Second)
+	if err != nil {
+		tb.Fatalf("test redis: %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Prefix returns a string unique to this test run, for key names and
+// identities that must not collide with other tests sharing a server.
+func Prefix(tb testing.TB) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("t%s", hex.EncodeToString(b[:]))
+}

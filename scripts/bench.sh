@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Benchmarks, each next to its baseline in the same run. See README "Performance".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "no benchmarks yet"
