@@ -24,8 +24,9 @@ type (
 	redisClient = redis.UniversalClient
 )
 
-// newHandler builds every route of the service on one screen.
-func newHandler(cfg config.Config, log *slog.Logger, d deps) http.Handler {
+// newHandler builds every route of the service on one screen. ctx ends
+// when the service shuts down; background work started here stops with it.
+func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -41,5 +42,13 @@ func newHandler(cfg config.Config, log *slog.Logger, d deps) http.Handler {
 	})
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
-	return r
+	// -- identity (internal/auth) --
+
+	// -- rate limiting (internal/ratelimit) --
+
+	// -- proximity and geofences (internal/geofence) --
+
+	// -- tiles (internal/tiles) --
+
+	return r, nil
 }

@@ -41,8 +41,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer closeDeps()
 
+	hctx, stopHandler := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHandler()
+	handler, err := newHandler(hctx, cfg, log, deps)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           newHandler(cfg, log, deps),
+		Handler:           handler,
 		ReadHeaderTimeout: cfg.Server.ReadTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,
