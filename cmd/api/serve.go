@@ -35,6 +35,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.DB.MigrateOnStart = false
 	}
 	log := newLogger(stdout, cfg.Server.LogLevel)
+	rdb.SetLogger(log)
 	deps, closeDeps, err := openDeps(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -101,7 +101,14 @@ func (r *reader) urlWithScheme(name, v string, schemes ...string) {
 // redact hides a password in a URL so that error messages can quote it.
 func redact(v string) string {
 	u, err := url.Parse(v)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// Unparseable: hide whatever sits between the scheme and an '@'.
+		if i, j := strings.Index(v, "://"), strings.LastIndex(v, "@"); i >= 0 && j > i {
+			return v[:i+3] + "xxxxx" + v[j:]
+		}
+		return v
+	}
+	if u.User == nil {
 		return v
 	}
 	if _, ok := u.User.Password(); ok {

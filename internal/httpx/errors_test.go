@@ -1,0 +1,140 @@
+package httpx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantDetail any
+	}{
+		{"NotFound", apperr.New(apperr.NotFound, "Geofence not found."), 404, "Geofence not found."},
+		{"WrappedForbidden", fmt.Errorf("check: %w", apperr.New(apperr.Forbidden, "Outside your scope.")), 403, "Outside your scope."},
+		{"CauseHidden", apperr.Wrap(apperr.Unavailable, "Database unavailable.", errors.New("dial tcp 10.0.0.1:5432: refused")), 503, "Database unavailable."},
+		{"Deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 504, "The request took too long and was cancelled."},
+		{"UnknownIsGeneric", errors.New(`ERROR: syntax error at or near "SELECT" (SQLSTATE 42601)`), 500, "Internal server error."},
+		{"Validation", Invalid("must be positive", "value_error", "query", "radius"), 422,
+			[]FieldError{{Loc: []any{"query", "radius"}, Msg: "must be positive", Type: "value_error"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, detail := Status(tt.err)
+			if status != tt.wantStatus {
+				t.Errorf("Status(%v) status = %d, want %d", tt.err, status, tt.wantStatus)
+			}
+			if diff := cmp.Diff(tt.wantDetail, detail); diff != "" {
+				t.Errorf("Status(%v) detail mismatch (-want +got):\n%s", tt.err, diff)
+			}
+		})
+	}
+}
+
+func TestValidationErrorCollects(t *testing.T) {
+	var v ValidationError
+	if v.Err() != nil {
+		t.Fatalf("empty ValidationError.Err() = %v, want nil", v.Err())
+	}
+	v.Add("field required", "missing", "query", "lng")
+	v.Add("must be at most 90", "less_than_equal", "query", "lat")
+	err := v.Err()
+	if err == nil {
+		t.Fatal("Err() = nil after two failures")
+	}
+	want := "validation failed: query.lng: field required; query.lat: must be at most 90"
+	if got := err.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func serveOnce(t *testing.T, r *gin.Engine, method, path string) (*httptest.ResponseRecorder, map[string]any) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%s %s body %q is not JSON: %v", method, path, w.Body, err)
+	}
+	return w, body
+}
+
+func TestRouterErrorBodies(t *testing.T) {
+	var logs strings.Builder
+	r := NewRouter(newTestLogger(&logs), nil)
+	r.GET("/boom", func(c *gin.Context) { panic("secret internal state") })
+	r.GET("/sql", func(c *gin.Context) { Abort(c, errors.New("pq: relation \"places\" does not exist")) })
+	r.GET("/ok", func(c *gin.Context) { c.JSON(200, gin.H{"ok": true}) })
+
+	tests := []struct {
+		name, method, path string
+		wantStatus         int
+		wantDetail         string
+	}{
+		{"NotFound", "GET", "/nope", 404, "Not Found"},
+		{"MethodNotAllowed", "POST", "/ok", 405, "Method Not Allowed"},
+		{"Panic", "GET", "/boom", 500, "Internal server error."},
+		{"DriverErrorHidden", "GET", "/sql", 500, "Internal server error."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, body := serveOnce(t, r, tt.method, tt.path)
+			if w.Code != tt.wantStatus {
+				t.Errorf("%s %s status = %d, want %d", tt.method, tt.path, w.Code, tt.wantStatus)
+			}
+			if body["detail"] != tt.wantDetail {
+				t.Errorf("%s %s detail = %v, want %q", tt.method, tt.path, body["detail"], tt.wantDetail)
+			}
+			if strings.Contains(w.Body.String(), "secret") || strings.Contains(w.Body.String(), "relation") {
+				t.Errorf("%s %s leaked internals: %s", tt.method, tt.path, w.Body)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), "secret internal state") || !strings.Contains(logs.String(), "goroutine") {
+		t.Errorf("panic and its stack were not logged:\n%s", logs.String())
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	r := NewRouter(newTestLogger(&strings.Builder{}), nil)
+	r.GET("/ok", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	tests := []struct {
+		name, in string
+		keep     bool
+	}{
+		{"Kept", "req-42", true},
+		{"ControlCharsReplaced", "bad\x01id", false},
+		{"TooLongReplaced", strings.Repeat("a", 200), false},
+		{"MissingGenerated", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/ok", nil)
+			if tt.in != "" {
+				req.Header.Set(RequestIDHeader, tt.in)
+			}
+			r.ServeHTTP(w, req)
+			got := w.Header().Get(RequestIDHeader)
+			if tt.keep && got != tt.in {
+				t.Errorf("X-Request-ID = %q, want %q", got, tt.in)
+			}
+			if !tt.keep && (got == tt.in || len(got) != 24) {
+				t.Errorf("X-Request-ID = %q, want a fresh 24-char id", got)
+			}
+		})
+	}
+}
