@@ -54,6 +54,14 @@ func envMap(m map[string]string) func(string) string {
 // stopped, and its clean exit checked, when the test ends.
 func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
 	t.Helper()
+	base, logs, _ := startServiceWithStop(t, extra)
+	return base, logs
+}
+
+// startServiceWithStop is startService that also returns a func that
+// begins shutdown (as SIGTERM would) and waits for run to return.
+func startServiceWithStop(t *testing.T, extra map[string]string) (string, *syncBuffer, func() error) {
+	t.Helper()
 	_, dbURL := testenv.DBWithURL(t)
 	port := freePort(t)
 	env := map[string]string{
@@ -69,15 +77,22 @@ func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, envMap(env), logs, logs) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run() after shutdown = %v, want nil", err)
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(20 * time.Second):
+				runErr = fmt.Errorf("run() did not return within 20s of shutdown")
 			}
-		case <-time.After(20 * time.Second):
-			t.Errorf("run() did not return within 20s of shutdown")
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("run() after shutdown = %v, want nil", err)
 		}
 	})
 	deadline := time.Now().Add(15 * time.Second)
@@ -90,13 +105,13 @@ func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
 		if resp, err := http.Get(base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base, logs
+				return base, logs, stop
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("service did not answer /healthz within 15s; logs:\n%s", logs)
-	return "", nil
+	return "", nil, nil
 }
 
 func getJSON(t *testing.T, req *http.Request) (*http.Response, map[string]any) {
@@ -200,5 +215,29 @@ func TestStartupFailures(t *testing.T) {
 				t.Errorf("run() took %v to fail, want about 10s at most", d)
 			}
 		})
+	}
+}
+
+// TestGracefulShutdown checks that shutdown closes idle keep-alive
+// connections, stops accepting new ones and lets run return cleanly.
+func TestGracefulShutdown(t *testing.T) {
+	base, _, stop := startServiceWithStop(t, nil)
+	client := &http.Client{Transport: &http.Transport{}}
+	resp, err := client.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // the connection stays open, idle
+
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("run() = %v, want nil after a clean shutdown", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shutdown with only idle connections took %v", d)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("a new connection was accepted after shutdown")
 	}
 }
