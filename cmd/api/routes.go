@@ -35,6 +35,8 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		rdb.NewCollector(d.redis),
 	)
 	r := httpx.NewRouter(log, httpx.NewMetrics(reg))
+	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
+		"RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-Request-ID", "X-Cache", "ETag", "Link"}))
 
 	health.Register(r, cfg.Redis.Timeout*4, map[string]health.Check{
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },

@@ -30,6 +30,7 @@ type Server struct {
 	ShutdownTimeout time.Duration
 	StartupTimeout  time.Duration
 	MaxHeaderBytes  int
+	CORSOrigins     []string
 }
 
 // DB holds PostgreSQL settings.
@@ -61,6 +62,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ShutdownTimeout: r.duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		StartupTimeout:  r.duration("STARTUP_TIMEOUT", 10*time.Second),
 		MaxHeaderBytes:  r.integer("HTTP_MAX_HEADER_BYTES", 16<<10, 1<<10, 1<<20),
+		CORSOrigins:     r.list("CORS_ORIGINS", nil),
 	}
 	switch c.Server.LogLevel {
 	case "debug", "info", "warn", "error":

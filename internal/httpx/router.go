@@ -21,7 +21,7 @@ func NewRouter(log *slog.Logger, metrics *Metrics) *gin.Engine {
 	// configured; never from headers a client can invent.
 	_ = r.SetTrustedProxies(nil)
 
-	r.Use(RequestID(log), AccessLog())
+	r.Use(RequestID(log), AccessLog(), SecurityHeaders())
 	if metrics != nil {
 		r.Use(metrics.Middleware())
 	}
