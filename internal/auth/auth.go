@@ -1,0 +1,134 @@
+// Package auth turns the credentials of a request (an API key, a bearer
+// JWT, or nothing but the connection's address) into one Identity: who is
+// calling, which scopes it holds, which part of the world it may query, and
+// the string the rate limiter counts it under.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// Scopes a route may require.
+const (
+	ScopeProximityRead  = "proximity:read"  // GET /within
+	ScopeGeofencesRead  = "geofences:read"  // reading geofences and containment
+	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
+	ScopeTilesRead      = "tiles:read"      // vector tiles
+)
+
+// AllScopes lists every scope geogate knows, in a stable order.
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead}
+
+// ReadScopes are the scopes that only read; anonymous callers get them by
+// default in development.
+var ReadScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeTilesRead}
+
+// Identity kinds.
+const (
+	KindKey = "key" // an API key; ID is the public key id
+	KindSub = "sub" // a JWT; ID is the subject, qualified by issuer when several are trusted
+	KindIP  = "ip"  // anonymous; ID is the client address (IPv6 grouped by /64)
+)
+
+// Identity is who is calling. The zero Identity is an anonymous caller
+// with no scopes and no address: it may do nothing.
+type Identity struct {
+	Kind string
+	// ID is the key id, the (possibly issuer-qualified) subject, or the
+	// client address. It is never a secret or a token.
+	ID     string
+	Scopes []string
+	// Tier is the rate tier granted by the key or the token, "" if none.
+	Tier string
+	// Spatial is the part of the world the caller may query; nil means the
+	// whole world.
+	Spatial *SpatialScope
+	// Anonymous is true when the request carried no credentials.
+	Anonymous bool
+}
+
+// Has reports whether the identity holds scope.
+func (id Identity) Has(scope string) bool { return slices.Contains(id.Scopes, scope) }
+
+// LimitKey returns the string the rate limiter counts this identity under:
+// key:<key id>, sub:<subject> or ip:<address>. IDs with characters that
+// would be awkward in a Redis key (spaces, braces, control characters) or
+// that are very long are replaced by a hash of themselves, so the result is
+// always short, printable and free of Redis Cluster hash-tag braces.
+func (id Identity) LimitKey() string {
+	kind := id.Kind
+	if kind == "" {
+		kind = KindIP
+	}
+	if id.ID == "" {
+		return kind + ":unknown"
+	}
+	if safeKeyPart(id.ID) {
+		return kind + ":" + id.ID
+	}
+	sum := sha256.Sum256([]byte(id.ID))
+	return kind + ":h:" + hex.EncodeToString(sum[:16])
+}
+
+func safeKeyPart(s string) bool {
+	if len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '_' || c == '-' || c == ':' || c == '/' || c == '@' || c == '|' || c == '+' || c == '=' || c == '~':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+type ctxKey struct{}
+
+// WithIdentity returns a copy of ctx that carries id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the identity stored by the middleware, or the zero
+// Identity (anonymous, no scopes) when there is none.
+func FromContext(ctx context.Context) Identity {
+	id, _ := ctx.Value(ctxKey{}).(Identity)
+	return id
+}
+
+// Errors the package returns; their messages are safe to show a client.
+var (
+	// ErrUnauthenticated: the route needs credentials and the request had none.
+	ErrUnauthenticated = apperr.New(apperr.Unauthenticated, "Authentication required: send an API key in the x-api-key header or a bearer token in the Authorization header.")
+	// ErrOutsideScope: the request reaches outside the caller's spatial scope.
+	ErrOutsideScope = apperr.New(apperr.Forbidden, "The request reaches outside your spatial scope.")
+	// ErrCircleOutsideScope: a /within circle leaves the spatial scope.
+	ErrCircleOutsideScope = apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope: the whole circle must lie inside it.")
+	// ErrTileOutsideScope: a tile lies wholly outside the spatial scope.
+	ErrTileOutsideScope = apperr.New(apperr.Forbidden, "The tile lies outside your spatial scope.")
+	// ErrGeometryOutsideScope: a geometry to be written leaves the spatial scope.
+	ErrGeometryOutsideScope = apperr.New(apperr.Forbidden, "The geometry leaves your spatial scope: all of it must lie inside.")
+
+	errBothCredentials = apperr.New(apperr.Unauthenticated, "Send either an x-api-key header or an Authorization bearer token, not both.")
+	errMalformedAuthz  = apperr.New(apperr.Unauthenticated, "The Authorization header must be \"Bearer <token>\".")
+	errMalformedKey    = apperr.New(apperr.Unauthenticated, "The x-api-key header is malformed.")
+	errInvalidKey      = apperr.New(apperr.Unauthenticated, "The API key is not valid.")
+	errExpiredKey      = apperr.New(apperr.Unauthenticated, "The API key has expired.")
+	errInvalidToken    = apperr.New(apperr.Unauthenticated, "The bearer token is not valid.")
+	errExpiredToken    = apperr.New(apperr.Unauthenticated, "The bearer token has expired.")
+	errEarlyToken      = apperr.New(apperr.Unauthenticated, "The bearer token is not valid yet.")
+	errTokenIssuer     = apperr.New(apperr.Unauthenticated, "The bearer token was issued by an issuer this service does not trust.")
+	errTokenAudience   = apperr.New(apperr.Unauthenticated, "The bearer token is not meant for this service (audience).")
+	errTokenClaims     = apperr.New(apperr.Unauthenticated, "The bearer token has malformed claims.")
+	errNoTokens        = apperr.New(apperr.Unauthenticated, "This service does not accept bearer tokens.")
+	errKeyUnavailable  = apperr.New(apperr.Unavailable, "Credentials cannot be verified right now; try again shortly.")
+)

@@ -1,0 +1,248 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/httpx"
+)
+
+// Challenge is the WWW-Authenticate value of every 401: either credential
+// works.
+const Challenge = `Bearer realm="geogate", ApiKey realm="geogate", header="x-api-key"`
+
+const ginKey = "geogate.identity"
+
+// Authenticator turns a request's credentials into an Identity.
+type Authenticator struct {
+	anonScopes []string
+	trusted    TrustedProxies
+	keys       KeyVerifier
+	tokens     *TokenVerifier
+	timeout    time.Duration
+}
+
+// KeyVerifier finds the API key a secret belongs to. It returns an
+// Unauthenticated error for unknown, revoked or expired keys and an
+// Unavailable one when it cannot tell.
+type KeyVerifier interface {
+	Verify(ctx context.Context, secret string) (Key, error)
+}
+
+// Options configure an Authenticator.
+type Options struct {
+	// AnonymousScopes are granted to requests without credentials.
+	AnonymousScopes []string
+	// Trusted are the proxies whose forwarding headers are believed.
+	Trusted TrustedProxies
+	// Keys verifies API keys; nil rejects every API key.
+	Keys KeyVerifier
+	// Tokens verifies bearer tokens; nil rejects every token.
+	Tokens *TokenVerifier
+	// Timeout bounds one verification (a database lookup on a cache miss).
+	Timeout time.Duration
+}
+
+// NewAuthenticator returns an Authenticator with options o.
+func NewAuthenticator(o Options) *Authenticator {
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	return &Authenticator{anonScopes: o.AnonymousScopes, trusted: o.Trusted, keys: o.Keys, tokens: o.Tokens, timeout: o.Timeout}
+}
+
+// Authenticate returns the identity of r. A request with neither an
+// x-api-key header nor an Authorization header is anonymous and known by
+// its client address. A request with both is refused rather than guessing
+// which one the caller meant (and which one its limit should count).
+// Credentials that are present but wrong are refused even on routes that
+// anonymous callers may use, so that a broken client notices.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Identity, error) {
+	keys := r.Header.Values("X-Api-Key")
+	authz := r.Header.Values("Authorization")
+	switch {
+	case len(keys) > 0 && len(authz) > 0:
+		return Identity{}, errBothCredentials
+	case len(keys) > 0:
+		if len(keys) > 1 {
+			return Identity{}, errMalformedKey
+		}
+		return a.authenticateKey(ctx, keys[0])
+	case len(authz) > 0:
+		if len(authz) > 1 {
+			return Identity{}, errMalformedAuthz
+		}
+		tok, err := BearerToken(authz[0])
+		if err != nil {
+			return Identity{}, err
+		}
+		if a.tokens == nil {
+			return Identity{}, errNoTokens
+		}
+		return a.tokens.Verify(tok)
+	}
+	return Identity{
+		Kind:      KindIP,
+		ID:        IPKey(ClientIP(r, a.trusted)),
+		Scopes:    a.anonScopes,
+		Anonymous: true,
+	}, nil
+}
+
+func (a *Authenticator) authenticateKey(ctx context.Context, secret string) (Identity, error) {
+	if err := checkKeyHeader(secret); err != nil {
+		return Identity{}, err
+	}
+	if a.keys == nil {
+		return Identity{}, errInvalidKey
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	k, err := a.keys.Verify(ctx, secret)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Kind: KindKey, ID: k.ID, Scopes: k.Scopes, Tier: k.Tier, Spatial: k.Spatial}, nil
+}
+
+// MaxKeyLength bounds the x-api-key header.
+const MaxKeyLength = 256
+
+// checkKeyHeader rejects API key headers that no key could have: empty,
+// overlong or with bytes outside printable ASCII.
+func checkKeyHeader(s string) error {
+	if s == "" || len(s) > MaxKeyLength {
+		return errMalformedKey
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return errMalformedKey
+		}
+	}
+	return nil
+}
+
+// MaxTokenLength bounds a bearer token.
+const MaxTokenLength = 8 << 10
+
+// BearerToken extracts the token from an Authorization header value
+// "Bearer <token>" (the scheme is case-insensitive). The token must look
+// like a compact JWS: three base64url parts separated by dots.
+func BearerToken(h string) (string, error) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", errMalformedAuthz
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if tok == "" || len(tok) > MaxTokenLength {
+		return "", errMalformedAuthz
+	}
+	dots := 0
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case c == '.':
+			dots++
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return "", errInvalidToken
+		}
+	}
+	if dots != 2 {
+		return "", errInvalidToken
+	}
+	return tok, nil
+}
+
+// Middleware authenticates every request and stores its Identity in the
+// Gin context and in the request's context.Context. Invalid credentials end
+// the request with 401 (and WWW-Authenticate); an unreachable key store
+// with 503. Missing credentials are not an error here: routes that need
+// more than the anonymous scopes say so with Require.
+func (a *Authenticator) Middleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := a.Authenticate(c.Request.Context(), c.Request)
+		if err != nil {
+			abortAuth(c, err)
+			return
+		}
+		Set(c, id)
+		c.Next()
+	}
+}
+
+// Set stores id as the identity of the request; Middleware calls it, and
+// tests of other packages may too.
+func Set(c *gin.Context, id Identity) {
+	c.Set(ginKey, id)
+	c.Request = c.Request.WithContext(WithIdentity(c.Request.Context(), id))
+}
+
+// Static is a middleware that gives every request the identity id, for
+// tests of routes that sit behind Require.
+func Static(id Identity) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		Set(c, id)
+		c.Next()
+	}
+}
+
+// FromGin returns the identity of the request, or the zero Identity (no
+// scopes) when Middleware did not run.
+func FromGin(c *gin.Context) Identity {
+	if v, ok := c.Get(ginKey); ok {
+		if id, ok := v.(Identity); ok {
+			return id
+		}
+	}
+	return FromContext(c.Request.Context())
+}
+
+// LimitKey returns the rate-limit identity of the request: key:<key id>,
+// sub:<subject> or ip:<address> (see Identity.LimitKey). Without the
+// middleware it falls back to the connection's address.
+func LimitKey(c *gin.Context) string {
+	id := FromGin(c)
+	if id.ID == "" {
+		return KindIP + ":" + IPKey(parseHostPort(c.Request.RemoteAddr))
+	}
+	return id.LimitKey()
+}
+
+// Require lets the request through when its identity holds scope. A caller
+// without credentials (whose anonymous scopes do not include it) gets 401
+// with WWW-Authenticate; an authenticated caller without the scope gets
+// 403.
+func Require(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := FromGin(c)
+		if id.Has(scope) {
+			c.Next()
+			return
+		}
+		if id.Anonymous || id.Kind == "" {
+			abortAuth(c, ErrUnauthenticated)
+			return
+		}
+		c.Header("WWW-Authenticate", `Bearer realm="geogate", error="insufficient_scope", scope="`+scope+`"`)
+		httpx.Abort(c, apperr.Errorf(apperr.Forbidden, "Your credentials do not grant the %s scope this route needs.", scope))
+	}
+}
+
+func abortAuth(c *gin.Context, err error) {
+	if apperr.KindOf(err) == apperr.Unauthenticated {
+		v := Challenge
+		if errors.Is(err, errInvalidToken) || errors.Is(err, errExpiredToken) || errors.Is(err, errEarlyToken) ||
+			errors.Is(err, errTokenIssuer) || errors.Is(err, errTokenAudience) || errors.Is(err, errTokenClaims) {
+			v = `Bearer realm="geogate", error="invalid_token", ApiKey realm="geogate", header="x-api-key"`
+		}
+		c.Header("WWW-Authenticate", v)
+	}
+	httpx.Abort(c, err)
+}

@@ -1,0 +1,16 @@
+package auth
+
+import "time"
+
+// Key is an API key as stored, without its secret.
+type Key struct {
+	// ID is the public key id, used in listings and as the limit identity.
+	ID        string
+	Notes     string
+	Scopes    []string
+	Tier      string
+	Spatial   *SpatialScope
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+}
