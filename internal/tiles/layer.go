@@ -37,7 +37,7 @@ type Layer struct {
 	config.TileLayer
 	Kind   Kind
 	Fields []Field
-	sql sqlSet
+	sql    sqlSet
 }
 
 // checkLayer looks l up in the catalog: the table and columns exist, the
