@@ -1,0 +1,125 @@
+package geofence
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// cancelGrace is how long a query may outlive its deadline while the
+// server processes the cancel request, before the driver gives up on the
+// connection (a hung or unreachable server).
+const cancelGrace = 2 * time.Second
+
+// Limits bound every database call of the package.
+type Limits struct {
+	// QueryTimeout bounds one call, waiting for a connection included.
+	QueryTimeout time.Duration
+	// AcquireTimeout bounds the wait for a free pool connection.
+	AcquireTimeout time.Duration
+}
+
+// db runs queries under Limits. It is the only code that touches the pool.
+type db struct {
+	pool   *pgxpool.Pool
+	limits Limits
+}
+
+// do runs fn on a pooled connection. The wait for a connection is bounded
+// by AcquireTimeout (then apperr.Unavailable) and the whole call by
+// QueryTimeout (then apperr.Timeout). When ctx ends first (the client went
+// away) or the deadline passes, the running statement is cancelled inside
+// PostgreSQL with a cancel request, so the server stops working on it and
+// the connection, still healthy, goes back to the pool.
+func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	qctx, cancel := context.WithTimeout(ctx, d.limits.QueryTimeout)
+	defer cancel()
+	conn, err := d.acquire(qctx)
+	if err != nil {
+		return d.classify(ctx, qctx, err)
+	}
+	// The driver gets a context that ends only after the grace period:
+	// ending it at the deadline would make pgx drop the connection and
+	// leave the statement running in the server.
+	pctx, pcancel := context.WithTimeout(context.WithoutCancel(qctx), d.limits.QueryTimeout+cancelGrace)
+	defer pcancel()
+	pgc := conn.Conn().PgConn()
+	var fired atomic.Bool
+	stop := context.AfterFunc(qctx, func() {
+		fired.Store(true)
+		cctx, ccancel := context.WithTimeout(context.Background(), cancelGrace)
+		defer ccancel()
+		_ = pgc.CancelRequest(cctx)
+	})
+	err = fn(pctx, conn)
+	if !stop() && fired.Load() && !isQueryCanceled(err) {
+		// The cancel request may still be on its way and would hit the
+		// next statement on this connection: close it instead.
+		conn.Hijack().Close(context.Background()) //nolint:errcheck
+	} else {
+		conn.Release()
+	}
+	if err != nil {
+		return d.classify(ctx, qctx, err)
+	}
+	return nil
+}
+
+func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, d.limits.AcquireTimeout)
+	defer cancel()
+	conn, err := d.pool.Acquire(actx)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil && !isConnectErr(err) {
+		return nil, apperr.Wrap(apperr.Unavailable, "The database is busy; try again shortly.", err)
+	}
+	return conn, err
+}
+
+// classify turns a driver error into the package's error vocabulary; the
+// driver's text only ever reaches logs.
+func (d *db) classify(ctx, qctx context.Context, err error) error {
+	var ae *apperr.Error
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err() // the client went away, or its own deadline passed
+	case qctx.Err() != nil || isQueryCanceled(err) || pgconn.Timeout(err):
+		return apperr.Wrap(apperr.Timeout, "The query took longer than "+d.limits.QueryTimeout.String()+" and was cancelled.", err)
+	case isConnectErr(err):
+		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
+	}
+	return err
+}
+
+// isQueryCanceled reports a statement cancelled by a cancel request or a
+// statement_timeout (SQLSTATE 57014).
+func isQueryCanceled(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
+
+// isConnectErr reports errors that mean the server cannot be reached or
+// went away: connection failures, broken connections and the SQLSTATEs of
+// a server shutting down or starting up.
+func isConnectErr(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne):
+		return true
+	case errors.As(err, &pe):
+		return pe.Code[:2] == "08" || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

@@ -1,0 +1,188 @@
+package geofence
+
+import (
+	"context"
+	"errors"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// FenceInput is a checked geofence to store: Props is a JSON object
+// (without the name) and WKB its Polygon or MultiPolygon in EPSG:4326.
+type FenceInput struct {
+	Name  string
+	Props []byte
+	WKB   []byte
+}
+
+// InvalidGeometryError is returned when PostGIS finds a geofence's
+// geometry invalid (self-intersection, nested shells, ...). Reason is the
+// PostGIS reason, safe to show.
+type InvalidGeometryError struct {
+	Reason string
+}
+
+func (e *InvalidGeometryError) Error() string { return "invalid geometry: " + e.Reason }
+
+var errFenceNotFound = apperr.New(apperr.NotFound, "Geofence not found.")
+
+// The validity check and the write run in one statement: an invalid
+// geometry writes nothing and comes back with its reason.
+const (
+	fenceGeomCTE = `
+WITH v AS (
+  SELECT g, ST_IsValidReason(g) AS reason
+  FROM (SELECT ST_Multi(ST_Force2D(ST_GeomFromWKB($3, 4326))) AS g) s
+)`
+	insertFenceSQL = fenceGeomCTE + `,
+w AS (
+  INSERT INTO geofences (name, properties, geom)
+  SELECT $1, $2, g FROM v WHERE reason = 'Valid Geometry'
+  RETURNING id, name, properties, geom
+)
+SELECT v.reason, w.id, w.name, w.properties - 'name', ST_AsGeoJSON(w.geom)
+FROM v LEFT JOIN w ON true`
+	updateFenceSQL = fenceGeomCTE + `,
+w AS (
+  UPDATE geofences f SET name = $1, properties = $2, geom = v.g, updated_at = now()
+  FROM v WHERE f.id = $4 AND v.reason = 'Valid Geometry'
+  RETURNING f.id, f.name, f.properties, f.geom
+)
+SELECT v.reason, w.id, w.name, w.properties - 'name', ST_AsGeoJSON(w.geom)
+FROM v LEFT JOIN w ON true`
+	getFenceSQL    = `SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences WHERE id = $1`
+	deleteFenceSQL = `DELETE FROM geofences WHERE id = $1`
+	// An envelope crossing the antimeridian (west > east) is split in two.
+	listFencesSQL = `
+SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences
+WHERE id > $1
+  AND ($2::float8 IS NULL
+       OR geom && ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
+       OR ($2 > $4 AND geom && ST_MakeEnvelope($2, $3, 180, $5, 4326)))
+ORDER BY id
+LIMIT $6`
+)
+
+// CreateFence stores in and returns it with its id. An invalid geometry
+// fails with *InvalidGeometryError.
+func (s *Service) CreateFence(ctx context.Context, in FenceInput) (Feature, error) {
+	return s.writeFence(ctx, insertFenceSQL, in.Name, in.Props, in.WKB)
+}
+
+// UpdateFence replaces fence id with in. It fails with apperr.NotFound
+// when there is no such fence and *InvalidGeometryError for an invalid
+// geometry.
+func (s *Service) UpdateFence(ctx context.Context, id int64, in FenceInput) (Feature, error) {
+	return s.writeFence(ctx, updateFenceSQL, in.Name, in.Props, in.WKB, id)
+}
+
+func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feature, error) {
+	var f Feature
+	var reason string
+	var id *int64
+	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		var name *string
+		err := conn.QueryRow(ctx, sql, args...).Scan(&reason, &id, &name, &f.Props, &f.Geometry)
+		if name != nil {
+			f.Name = *name
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return Feature{}, err
+	case reason != "Valid Geometry":
+		return Feature{}, &InvalidGeometryError{Reason: safeReason(reason)}
+	case id == nil:
+		return Feature{}, errFenceNotFound
+	}
+	f.ID = *id
+	return f, nil
+}
+
+// GetFence returns fence id, or apperr.NotFound.
+func (s *Service) GetFence(ctx context.Context, id int64) (Feature, error) {
+	var f Feature
+	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, getFenceSQL, id).Scan(&f.ID, &f.Name, &f.Props, &f.Geometry)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Feature{}, errFenceNotFound
+	}
+	return f, err
+}
+
+// DeleteFence deletes fence id, or fails with apperr.NotFound.
+func (s *Service) DeleteFence(ctx context.Context, id int64) error {
+	var n int64
+	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, deleteFenceSQL, id)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		return errFenceNotFound
+	}
+	return err
+}
+
+// BBox is a lng/lat envelope; West > East means it crosses the
+// antimeridian.
+type BBox struct {
+	West, South, East, North float64
+}
+
+// ListQuery asks for a page of geofences by id, optionally only those
+// whose bounding box meets BBox.
+type ListQuery struct {
+	BBox    *BBox
+	Limit   int
+	AfterID int64
+}
+
+// ListFences returns up to q.Limit fences after q.AfterID in id order, and
+// whether more remain.
+func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool, error) {
+	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1}
+	if b := q.BBox; b != nil {
+		args[1], args[2], args[3], args[4] = b.West, b.South, b.East, b.North
+	}
+	fs := make([]Feature, 0, min(q.Limit+1, 128))
+	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, listFencesSQL, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f Feature
+			if err := rows.Scan(&f.ID, &f.Name, &f.Props, &f.Geometry); err != nil {
+				return err
+			}
+			fs = append(fs, f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(fs) > q.Limit {
+		return fs[:q.Limit], true, nil
+	}
+	return fs, false, nil
+}
+
+// reasonShape is what ST_IsValidReason says ("Self-intersection[1 2]");
+// anything else is replaced rather than shown.
+var reasonShape = regexp.MustCompile(`^[A-Za-z][A-Za-z ,'-]{0,80}(\[[-+0-9.eE ]{1,80}\])?$`)
+
+func safeReason(r string) string {
+	if reasonShape.MatchString(r) {
+		return r
+	}
+	return "Invalid geometry"
+}

@@ -1,0 +1,153 @@
+package geofence
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+var testRules = Rules{
+	MaxRadius:      100_000,
+	DefaultLimit:   100,
+	MaxLimit:       1000,
+	MaxVertices:    100_000,
+	MaxBodyBytes:   5 << 20,
+	MaxBatchPoints: 1000,
+}
+
+var testLimits = Limits{QueryTimeout: 5 * time.Second, AcquireTimeout: 2 * time.Second}
+
+// newTestService returns a Service over pool with the built-in layers
+// plus extra ones, and a router with its routes.
+func newTestService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, *gin.Engine) {
+	t.Helper()
+	svc, err := New(context.Background(), pool, Settings{Limits: limits, Layers: append([]string{"places", "geofences"}, extraLayers...)})
+	if err != nil {
+		t.Fatalf("New() = %v", err)
+	}
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	Register(r, svc, Options{Rules: testRules, Cursors: NewCursors("test-key-0123456789")})
+	return svc, r
+}
+
+// mustExec runs SQL on pool or fails the test.
+func mustExec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", firstLine(sql), err)
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// do sends a request to h and returns the status and body.
+func do(t testing.TB, h http.Handler, method, target, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Code, w.Body.Bytes()
+}
+
+// collectionJSON is the shape of a /within or listing answer.
+type collectionJSON struct {
+	Type     string `json:"type"`
+	Features []struct {
+		Type     string `json:"type"`
+		ID       int64  `json:"id"`
+		Geometry struct {
+			Type        string          `json:"type"`
+			Coordinates json.RawMessage `json:"coordinates"`
+		} `json:"geometry"`
+		Properties map[string]any `json:"properties"`
+	} `json:"features"`
+	NumberReturned int `json:"numberReturned"`
+	Links          []struct {
+		Rel  string `json:"rel"`
+		Href string `json:"href"`
+	} `json:"links"`
+}
+
+func (c collectionJSON) next() string {
+	for _, l := range c.Links {
+		if l.Rel == "next" {
+			return l.Href
+		}
+	}
+	return ""
+}
+
+// getCollection GETs target and decodes a 200 FeatureCollection.
+func getCollection(t testing.TB, h http.Handler, target string) collectionJSON {
+	t.Helper()
+	code, body := do(t, h, "GET", target, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d %s, want 200", target, code, body)
+	}
+	var c collectionJSON
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("GET %s: body %s: %v", target, body, err)
+	}
+	if c.Type != "FeatureCollection" {
+		t.Fatalf("GET %s: type = %q, want FeatureCollection", target, c.Type)
+	}
+	return c
+}
+
+// detail422 decodes a 422 body into its field errors.
+func detail422(t testing.TB, body []byte) []httpx.FieldError {
+	t.Helper()
+	var d struct {
+		Detail []httpx.FieldError `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatalf("422 body %s: %v", body, err)
+	}
+	return d.Detail
+}
+
+func locEqual(loc []any, want ...any) bool {
+	if len(loc) != len(want) {
+		return false
+	}
+	for i := range loc {
+		// JSON numbers decode as float64.
+		if f, ok := loc[i].(float64); ok {
+			if n, ok := want[i].(int); !ok || float64(n) != f {
+				return false
+			}
+			continue
+		}
+		if loc[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func newDB(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return testenv.DB(t)
+}

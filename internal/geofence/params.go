@@ -1,0 +1,256 @@
+package geofence
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/geogate/geogate/internal/httpx"
+)
+
+// Rules are the request limits the HTTP layer enforces.
+type Rules struct {
+	// MaxRadius is the largest /within radius, in metres.
+	MaxRadius float64
+	// DefaultLimit and MaxLimit bound page sizes.
+	DefaultLimit, MaxLimit int
+	// MaxVertices bounds the vertices of one geofence.
+	MaxVertices int
+	// MaxBodyBytes bounds request bodies (413 beyond).
+	MaxBodyBytes int
+	// MaxBatchPoints bounds a POST /geofences/contains batch.
+	MaxBatchPoints int
+}
+
+const (
+	maxPropNames   = 64
+	maxPropNameLen = 128
+)
+
+// param returns the single value of a query parameter; a parameter given
+// more than once is an error, since silently picking one hides mistakes.
+func param(v url.Values, name string, errs *httpx.ValidationError) (string, bool) {
+	vals, ok := v[name]
+	if !ok {
+		return "", false
+	}
+	if len(vals) > 1 {
+		errs.Add("Given more than once.", "duplicate", "query", name)
+		return "", false
+	}
+	return vals[0], true
+}
+
+// parseNumber parses a finite decimal number.
+func parseNumber(s string) (float64, string) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	switch {
+	case s == "":
+		return 0, "Input should be a valid number, got an empty string."
+	case err != nil && strings.Contains(err.Error(), "range"):
+		return 0, "Input should be a finite number."
+	case err != nil:
+		return 0, "Input should be a valid number."
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, "Input should be a finite number."
+	}
+	return f, ""
+}
+
+// number reads a required finite number in [lo, hi] from the query.
+func number(v url.Values, name string, lo, hi float64, errs *httpx.ValidationError) (float64, bool) {
+	s, ok := param(v, name, errs)
+	if !ok {
+		if _, dup := v[name]; !dup {
+			errs.Add("Field required.", "missing", "query", name)
+		}
+		return 0, false
+	}
+	f, msg := parseNumber(s)
+	if msg != "" {
+		errs.Add(msg, "float_parsing", "query", name)
+		return 0, false
+	}
+	if f < lo || f > hi {
+		errs.Add(fmt.Sprintf("Input should be between %g and %g.", lo, hi), "out_of_range", "query", name)
+		return 0, false
+	}
+	return f, true
+}
+
+func radius(v url.Values, r Rules, errs *httpx.ValidationError) (float64, bool) {
+	s, ok := param(v, "radius", errs)
+	if !ok {
+		if _, dup := v["radius"]; !dup {
+			errs.Add("Field required.", "missing", "query", "radius")
+		}
+		return 0, false
+	}
+	f, msg := parseNumber(s)
+	if msg != "" {
+		errs.Add(msg, "float_parsing", "query", "radius")
+		return 0, false
+	}
+	if f <= 0 || f > r.MaxRadius {
+		errs.Add(fmt.Sprintf("Radius must be greater than 0 and at most %g metres.", r.MaxRadius), "out_of_range", "query", "radius")
+		return 0, false
+	}
+	return f, true
+}
+
+// limit reads the optional page size.
+func limit(v url.Values, r Rules, errs *httpx.ValidationError) int {
+	s, ok := param(v, "limit", errs)
+	if !ok {
+		return r.DefaultLimit
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		errs.Add("Input should be a valid integer.", "int_parsing", "query", "limit")
+		return r.DefaultLimit
+	}
+	if n < 1 || n > r.MaxLimit {
+		errs.Add(fmt.Sprintf("Input should be between 1 and %d.", r.MaxLimit), "out_of_range", "query", "limit")
+		return r.DefaultLimit
+	}
+	return n
+}
+
+// props reads the properties parameter: nil for all (absent), empty for
+// "none", or the listed names.
+func props(v url.Values, errs *httpx.ValidationError) []string {
+	s, ok := param(v, "properties", errs)
+	if !ok {
+		return nil
+	}
+	if s == "none" {
+		return []string{}
+	}
+	names := strings.Split(s, ",")
+	if len(names) > maxPropNames {
+		errs.Add(fmt.Sprintf("At most %d property names.", maxPropNames), "too_long", "query", "properties")
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || len(n) > maxPropNameLen || strings.ContainsRune(n, 0) {
+			errs.Add("A comma-separated list of property names, or none.", "value_error", "query", "properties")
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// withinRequest is a parsed GET /within.
+type withinRequest struct {
+	WithinQuery
+	Cursor string
+}
+
+// parseWithin reads every /within parameter and reports every problem at
+// once. Unknown parameters are ignored.
+func parseWithin(v url.Values, r Rules, layers []string) (withinRequest, error) {
+	errs := &httpx.ValidationError{}
+	var q withinRequest
+	q.Lng, _ = number(v, "lng", -180, 180, errs)
+	q.Lat, _ = number(v, "lat", -90, 90, errs)
+	q.Radius, _ = radius(v, r, errs)
+	q.Limit = limit(v, r, errs)
+	q.Props = props(v, errs)
+	q.Layer = "places"
+	if s, ok := param(v, "layer", errs); ok {
+		q.Layer = s
+	}
+	if !contains(layers, q.Layer) {
+		errs.Add("Unknown layer; one of: "+strings.Join(layers, ", ")+".", "enum", "query", "layer")
+	}
+	q.Cursor, _ = param(v, "cursor", errs)
+	return q, errs.Err()
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// withinScope identifies a /within query for its cursors: the layer and
+// the circle, exactly. Limit and properties may change between pages.
+func withinScope(q WithinQuery) string {
+	return fmt.Sprintf("within|%s|%x|%x|%x", q.Layer, math.Float64bits(q.Lng), math.Float64bits(q.Lat), math.Float64bits(q.Radius))
+}
+
+// parseID reads a positive integer path id.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, httpx.Invalid("Geofence ids are positive integers.", "int_parsing", "path", "id")
+	}
+	return id, nil
+}
+
+// parsePoint reads the lng and lat parameters.
+func parsePoint(v url.Values) (Point, error) {
+	errs := &httpx.ValidationError{}
+	var p Point
+	p.Lng, _ = number(v, "lng", -180, 180, errs)
+	p.Lat, _ = number(v, "lat", -90, 90, errs)
+	return p, errs.Err()
+}
+
+// listRequest is a parsed GET /geofences.
+type listRequest struct {
+	ListQuery
+	Cursor string
+}
+
+func parseList(v url.Values, r Rules) (listRequest, error) {
+	errs := &httpx.ValidationError{}
+	var q listRequest
+	q.Limit = limit(v, r, errs)
+	if s, ok := param(v, "bbox", errs); ok {
+		q.BBox = parseBBox(s, errs)
+	}
+	q.Cursor, _ = param(v, "cursor", errs)
+	return q, errs.Err()
+}
+
+// parseBBox reads minLng,minLat,maxLng,maxLat; minLng > maxLng is a box
+// across the antimeridian.
+func parseBBox(s string, errs *httpx.ValidationError) *BBox {
+	parts := strings.Split(s, ",")
+	const msg = "Expected minLng,minLat,maxLng,maxLat with lng in [-180, 180], lat in [-90, 90] and minLat <= maxLat."
+	if len(parts) != 4 {
+		errs.Add(msg, "value_error", "query", "bbox")
+		return nil
+	}
+	var f [4]float64
+	for i, p := range parts {
+		var m string
+		if f[i], m = parseNumber(p); m != "" {
+			errs.Add(msg, "value_error", "query", "bbox")
+			return nil
+		}
+	}
+	b := BBox{West: f[0], South: f[1], East: f[2], North: f[3]}
+	if math.Abs(b.West) > 180 || math.Abs(b.East) > 180 || math.Abs(b.South) > 90 || math.Abs(b.North) > 90 || b.South > b.North {
+		errs.Add(msg, "value_error", "query", "bbox")
+		return nil
+	}
+	return &b
+}
+
+func listScope(q ListQuery) string {
+	if q.BBox == nil {
+		return "list"
+	}
+	b := q.BBox
+	return fmt.Sprintf("list|%x|%x|%x|%x", math.Float64bits(b.West), math.Float64bits(b.South), math.Float64bits(b.East), math.Float64bits(b.North))
+}
