@@ -1,0 +1,181 @@
+package tiles
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cache keeps rendered tiles in Redis, gzip-compressed, under keys that
+// carry the layer's data version: a write bumps the version and so retires
+// every tile rendered before it, which then ages out through the TTL.
+type Cache struct {
+	rdb      redis.UniversalClient
+	versions *Versions
+	prefix   string
+	ttl      time.Duration
+	timeout  time.Duration
+	// downUntil (unix nanoseconds) skips Redis for a moment after it
+	// failed, so that an outage costs one timeout per second, not one per
+	// request.
+	downUntil atomic.Int64
+}
+
+// cooldown is how long Redis is skipped after an error.
+const cooldown = time.Second
+
+// entry is a tile as served: its ETag and gzip-compressed MVT bytes,
+// nil for a tile without features.
+type entry struct {
+	ETag string
+	Gzip []byte
+}
+
+// NewCache returns a Cache in rdb under keys starting with prefix. Each
+// Redis call is bounded by timeout.
+func NewCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration) *Cache {
+	return &Cache{rdb: rdb, versions: versions, prefix: prefix, ttl: ttl, timeout: timeout}
+}
+
+func (c *Cache) key(layer string, version int64, t Tile, scopeHash string) string {
+	k := c.prefix + "t:" + layer + ":" + strconv.FormatInt(version, 10) + ":" + t.String()
+	if scopeHash != "" {
+		k += ":s:" + scopeHash
+	}
+	return k
+}
+
+func (c *Cache) available() bool { return time.Now().UnixNano() >= c.downUntil.Load() }
+
+func (c *Cache) failed(err error) error {
+	if !errors.Is(err, context.Canceled) {
+		c.downUntil.Store(time.Now().Add(cooldown).UnixNano())
+	}
+	return err
+}
+
+// Get returns the cached tile for l, t and scopeHash at the layer's current
+// version, read from Redis together with the tile in one round trip. ok is
+// false on a miss; version is the version a render must reach to be
+// stored. err is a Redis failure: the caller renders without the cache.
+func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e entry, version int64, ok bool, err error) {
+	version = c.versions.Local(l.Table)
+	if !c.available() {
+		return entry{}, version, false, errors.New("tile cache: redis recently failed")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	verCmd := pipe.Get(ctx, c.versions.key(l.Table))
+	tileCmd := pipe.Get(ctx, c.key(l.Name, version, t, scopeHash))
+	_, err = pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
+	}
+	shared, _ := verCmd.Int64()
+	switch {
+	case shared > version:
+		// Another replica published a newer version than this one has
+		// heard of: the tile fetched is stale, look up the current one.
+		c.versions.raise(l.Table, shared)
+		version = shared
+		b, err := c.rdb.Get(ctx, c.key(l.Name, version, t, scopeHash)).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return entry{}, version, false, nil
+		}
+		if err != nil {
+			return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
+		}
+		e, ok = decodeEntry(b)
+		return e, version, ok, nil
+	case shared < version:
+		// Redis lost or never had the version (restart, eviction).
+		_ = c.versions.publish(ctx, l.Table, version)
+	}
+	b, err := tileCmd.Bytes()
+	if err != nil {
+		return entry{}, version, false, nil
+	}
+	e, ok = decodeEntry(b)
+	return e, version, ok, nil
+}
+
+// Set stores e for l, t and scopeHash at version.
+func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64, e entry) error {
+	if !c.available() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := c.rdb.Set(ctx, c.key(l.Name, version, t, scopeHash), encodeEntry(e), c.ttl).Err(); err != nil {
+		return c.failed(fmt.Errorf("tile cache set: %w", err))
+	}
+	return nil
+}
+
+// The stored form is the ETag, a newline, and the gzip bytes.
+func encodeEntry(e entry) []byte {
+	b := make([]byte, 0, len(e.ETag)+1+len(e.Gzip))
+	b = append(b, e.ETag...)
+	b = append(b, '\n')
+	return append(b, e.Gzip...)
+}
+
+func decodeEntry(b []byte) (entry, bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i <= 0 {
+		return entry{}, false
+	}
+	e := entry{ETag: string(b[:i])}
+	if len(b) > i+1 {
+		e.Gzip = b[i+1:]
+	}
+	return e, true
+}
+
+// etag is a strong validator over the tile's bytes.
+func etag(mvt []byte) string {
+	sum := sha256.Sum256(mvt)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
+	return w
+}}
+
+func compress(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b)/3 + 64)
+	w := gzipWriters.Get().(*gzip.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	gzipWriters.Put(w)
+	return buf.Bytes()
+}
+
+func decompress(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}

@@ -1,0 +1,283 @@
+package tiles
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/httpx"
+)
+
+// ContentType is the media type of a vector tile.
+const ContentType = "application/vnd.mapbox-vector-tile"
+
+// Scope is the part of the world a caller may see; *auth.SpatialScope
+// satisfies it. Boxes are in longitude and latitude.
+type Scope interface {
+	ContainsBBox(minLng, minLat, maxLng, maxLat float64) bool
+	IntersectsBBox(minLng, minLat, maxLng, maxLat float64) bool
+	// WKB is the scope as (Multi)Polygon WKB in EPSG:4326.
+	WKB() []byte
+	// Hash identifies the scope's shape, for cache keys.
+	Hash() string
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Cache is nil to render every tile.
+	Cache *Cache
+	// CacheControl is the Cache-Control header of tiles ("" for none).
+	CacheControl string
+	// RenderTimeout bounds one render.
+	RenderTimeout time.Duration
+	// PublicURL is the base of TileJSON URLs; empty means from the request.
+	PublicURL string
+	// TrustedProxy reports whether a peer's X-Forwarded-Proto and
+	// X-Forwarded-Host are believed; nil trusts nobody.
+	TrustedProxy func(netip.Addr) bool
+	// Scope returns the caller's scope; nil (or a nil result) is the world.
+	// Return an untyped nil for the world, not a nil pointer in the
+	// interface.
+	Scope func(*gin.Context) Scope
+	// OnMiss runs before a tile is rendered (a cache miss) and OnHit before
+	// a cached tile is served; each returns false when it has already
+	// answered the request (for example with a 429). Either may be nil.
+	OnMiss func(*gin.Context) bool
+	OnHit  func(*gin.Context) bool
+	Log    *slog.Logger
+}
+
+// Handler serves tiles, TileJSON and the layer list.
+type Handler struct {
+	r        *Renderer
+	versions *Versions
+	o        Options
+	group    singleflight.Group
+	renders  atomic.Int64
+}
+
+// NewHandler returns a Handler rendering with r; versions supply each
+// layer's data version.
+func NewHandler(r *Renderer, versions *Versions, o Options) *Handler {
+	if o.RenderTimeout <= 0 {
+		o.RenderTimeout = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Handler{r: r, versions: versions, o: o}
+}
+
+// Register adds GET /tiles, /tiles/{layer}.json and
+// /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf) to rg, behind mw.
+func (h *Handler) Register(rg gin.IRoutes, mw ...gin.HandlerFunc) {
+	rg.GET("/tiles", append(mw, h.list)...)
+	rg.GET("/tiles/:layer", append(mw, h.tileJSON)...)
+	rg.GET("/tiles/:layer/:z/:x/:y", append(mw, h.tile)...)
+}
+
+var (
+	errNoLayer   = apperr.New(apperr.NotFound, "Unknown tile layer.")
+	errNoTile    = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
+	errOutside   = apperr.New(apperr.Forbidden, "This tile lies outside your spatial scope.")
+	errRenderBad = apperr.New(apperr.Unavailable, "The tile could not be rendered; try again.")
+)
+
+// result is a rendered tile ready to serve.
+type result struct {
+	raw     []byte
+	e       entry
+	version int64
+}
+
+func (h *Handler) tile(c *gin.Context) {
+	l := h.r.Layer(c.Param("layer"))
+	if l == nil {
+		httpx.Abort(c, errNoLayer)
+		return
+	}
+	y, ok := strings.CutSuffix(c.Param("y"), ".mvt")
+	if !ok {
+		y, ok = strings.CutSuffix(c.Param("y"), ".pbf")
+	}
+	t, valid := ParseTile(c.Param("z"), c.Param("x"), y)
+	if !ok || !valid || t.Z < l.MinZoom || t.Z > l.MaxZoom {
+		httpx.Abort(c, errNoTile)
+		return
+	}
+	var scopeWKB []byte
+	var scopeHash string
+	if h.o.Scope != nil {
+		if s := h.o.Scope(c); s != nil {
+			minLng, minLat, maxLng, maxLat := t.Bounds(float64(h.r.buffer) / float64(h.r.extent))
+			switch {
+			case !s.IntersectsBBox(minLng, minLat, maxLng, maxLat):
+				httpx.Abort(c, errOutside)
+				return
+			case !s.ContainsBBox(minLng, minLat, maxLng, maxLat):
+				scopeWKB, scopeHash = s.WKB(), s.Hash()
+			}
+		}
+	}
+	ctx := c.Request.Context()
+	cached, version, hit := h.lookup(ctx, l, t, scopeHash)
+	if hit {
+		if h.o.OnHit != nil && !h.o.OnHit(c) {
+			return
+		}
+		h.write(c, "HIT", cached.e, nil)
+		return
+	}
+	if h.o.OnMiss != nil && !h.o.OnMiss(c) {
+		return
+	}
+	res, err := h.render(ctx, l, t, scopeWKB, scopeHash, version)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			err = apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errRenderBad), err)
+		}
+		httpx.Abort(c, err)
+		return
+	}
+	h.write(c, "MISS", res.e, res.raw)
+}
+
+// lookup returns the cached tile, if any, and the version a render must
+// reach. Redis failures count as misses.
+func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string) (result, int64, bool) {
+	if h.o.Cache == nil {
+		return result{}, h.versions.Local(l.Table), false
+	}
+	e, version, ok, err := h.o.Cache.Get(ctx, l, t, scopeHash)
+	if err != nil {
+		h.o.Log.Debug("tile cache unavailable", "err", err.Error())
+	}
+	return result{e: e, version: version}, version, ok
+}
+
+// render renders t once however many requests want it at the same
+// version at the same time on this replica, and caches the result. The
+// render runs under the first caller's context; should that caller leave,
+// the others retry with their own.
+func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
+	key := l.Name + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
+	for attempt := 1; ; attempt++ {
+		ch := h.group.DoChan(key, func() (any, error) {
+			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash)
+		})
+		select {
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case r := <-ch:
+			if r.Err != nil && ctx.Err() == nil && errors.Is(r.Err, context.Canceled) && attempt < 3 {
+				continue // the leader left; render for ourselves
+			}
+			if r.Err != nil {
+				return result{}, r.Err
+			}
+			return r.Val.(result), nil
+		}
+	}
+}
+
+func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string) (result, error) {
+	h.renders.Add(1)
+	rctx, cancel := context.WithTimeout(ctx, h.o.RenderTimeout)
+	defer cancel()
+	out, err := h.r.Render(rctx, l, t, scopeWKB)
+	if err != nil {
+		return result{}, err
+	}
+	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
+	if h.o.Cache == nil {
+		return res, nil
+	}
+	res.e.Gzip = compress(out.MVT)
+	sctx := context.WithoutCancel(ctx)
+	if err := h.versions.Observe(sctx, l.Table, out.Version); err != nil {
+		h.o.Log.Debug("tile version not published", "err", err.Error())
+	}
+	if err := h.o.Cache.Set(sctx, l, t, scopeHash, out.Version, res.e); err != nil {
+		h.o.Log.Debug("tile not cached", "err", err.Error())
+	}
+	return res, nil
+}
+
+// write answers with the tile: 304 when the client has it, 204 when it is
+// empty, gzip bytes to clients that accept them. raw, when known, saves
+// decompressing for clients that do not.
+func (h *Handler) write(c *gin.Context, status string, e entry, raw []byte) {
+	hd := c.Writer.Header()
+	hd.Set("X-Cache", status)
+	hd.Set("ETag", e.ETag)
+	hd.Set("Vary", "Accept-Encoding")
+	if h.o.CacheControl != "" {
+		hd.Set("Cache-Control", h.o.CacheControl)
+	}
+	if etagMatch(c.GetHeader("If-None-Match"), e.ETag) {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	if len(e.Gzip) == 0 && len(raw) == 0 {
+		c.Status(http.StatusNoContent)
+		return
+	}
+	if acceptsGzip(c.GetHeader("Accept-Encoding")) {
+		if e.Gzip == nil {
+			e.Gzip = compress(raw)
+		}
+		hd.Set("Content-Encoding", "gzip")
+		c.Data(http.StatusOK, ContentType, e.Gzip)
+		return
+	}
+	if raw == nil {
+		var err error
+		if raw, err = decompress(e.Gzip); err != nil {
+			httpx.Abort(c, err)
+			return
+		}
+	}
+	c.Data(http.StatusOK, ContentType, raw)
+}
+
+// etagMatch implements If-None-Match's weak comparison.
+func etagMatch(header, tag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, v := range strings.Split(header, ",") {
+		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
+		if v == "*" || v == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether an Accept-Encoding header admits gzip
+// (explicitly or through *) with a non-zero quality.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(strings.ToLower(params), " ", "")
+		if strings.HasPrefix(q, "q=0") && strings.Trim(strings.TrimPrefix(q, "q=0"), ".0") == "" {
+			continue
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,62 @@
+package tiles
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/config"
+)
+
+// DefaultKeyPrefix starts every Redis key of the tile cache.
+const DefaultKeyPrefix = "geogate:tiles:"
+
+// Deps are what New builds a Handler from.
+type Deps struct {
+	DB    *pgxpool.Pool
+	Redis redis.UniversalClient
+	// RedisTimeout bounds each cache call; keep it short, a slow Redis
+	// must not hold tiles up.
+	RedisTimeout time.Duration
+	// KeyPrefix defaults to DefaultKeyPrefix.
+	KeyPrefix string
+}
+
+// New checks the configured layers, starts the version listener (which
+// stops when ctx ends) and returns the Handler. o's cache, cache-control,
+// timeout and public URL fields are taken from cfg.
+func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, error) {
+	r, err := NewRenderer(ctx, d.DB, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if d.KeyPrefix == "" {
+		d.KeyPrefix = DefaultKeyPrefix
+	}
+	if d.RedisTimeout <= 0 {
+		d.RedisTimeout = 100 * time.Millisecond
+	}
+	rdb := d.Redis
+	if !cfg.Cache {
+		rdb = nil
+	}
+	h := NewHandler(r, nil, o)
+	h.versions = NewVersions(d.DB, rdb, d.KeyPrefix, h.o.Log)
+	if err := h.versions.Sync(ctx); err != nil {
+		h.o.Log.Warn("tile versions not published", "err", err.Error())
+	}
+	go h.versions.Run(ctx)
+	if rdb != nil {
+		h.o.Cache = NewCache(rdb, h.versions, d.KeyPrefix, cfg.CacheTTL, d.RedisTimeout)
+	}
+	h.o.CacheControl = cfg.CacheControl
+	h.o.RenderTimeout = cfg.RenderTimeout
+	h.o.PublicURL = cfg.PublicURL
+	return h, nil
+}
+
+// Versions returns the layer versions, whose Sync a write path calls after
+// committing so that no replica serves a tile rendered before the write.
+func (h *Handler) Versions() *Versions { return h.versions }

@@ -1,0 +1,180 @@
+package tiles
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// notifyChannel is where the tile_versions trigger announces new versions
+// as "<table>:<version>".
+const notifyChannel = "geogate_tiles"
+
+//go:embed version_max.lua
+var versionMaxLua string
+
+var versionMax = redis.NewScript(versionMaxLua)
+
+// Versions tracks the data version of each table behind a tile layer. The
+// truth is the tile_versions table, bumped by triggers in the writing
+// transaction; each replica keeps the versions it has seen in memory,
+// learns new ones through LISTEN/NOTIFY, and publishes them to Redis,
+// where every replica reads them before using a cached tile.
+type Versions struct {
+	db     *pgxpool.Pool
+	rdb    redis.UniversalClient // nil: no Redis
+	prefix string
+	log    *slog.Logger
+
+	mu    sync.RWMutex
+	local map[string]int64
+
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// NewVersions returns Versions reading db and publishing to rdb (which may
+// be nil) under keys starting with prefix.
+func NewVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, log *slog.Logger) *Versions {
+	return &Versions{db: db, rdb: rdb, prefix: prefix, log: log, local: map[string]int64{}, ready: make(chan struct{})}
+}
+
+// Ready is closed once the first LISTEN is in place and the versions have
+// been read.
+func (v *Versions) Ready() <-chan struct{} { return v.ready }
+
+// Local returns the newest version of table this replica has seen.
+func (v *Versions) Local(table string) int64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.local[table]
+}
+
+// raise records version of table and reports whether it was news.
+func (v *Versions) raise(table string, version int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if version <= v.local[table] {
+		return false
+	}
+	v.local[table] = version
+	return true
+}
+
+func (v *Versions) key(table string) string { return v.prefix + "v:" + table }
+
+// Observe records that table has reached version and, when that is news
+// here, publishes it to Redis. Redis errors are returned but the local
+// version is raised regardless.
+func (v *Versions) Observe(ctx context.Context, table string, version int64) error {
+	if !v.raise(table, version) || v.rdb == nil {
+		return nil
+	}
+	return v.publish(ctx, table, version)
+}
+
+func (v *Versions) publish(ctx context.Context, table string, version int64) error {
+	if err := versionMax.Run(ctx, v.rdb, []string{v.key(table)}, version).Err(); err != nil {
+		return fmt.Errorf("publish tile version %s:%d: %w", table, version, err)
+	}
+	return nil
+}
+
+// Sync reads every version from PostgreSQL and publishes it to Redis
+// (whether or not it is news here). A write path that must not leave stale
+// tiles behind calls it after its transaction commits and before it
+// answers: from then on every replica's next tile request uses the new
+// version.
+func (v *Versions) Sync(ctx context.Context) error {
+	rows, err := v.db.Query(ctx, "SELECT tbl, version FROM tile_versions")
+	if err != nil {
+		return fmt.Errorf("read tile versions: %w", err)
+	}
+	var table string
+	var version int64
+	var pub []error
+	_, err = pgx.ForEachRow(rows, []any{&table, &version}, func() error {
+		v.raise(table, version)
+		if v.rdb != nil {
+			if err := v.publish(ctx, table, version); err != nil {
+				pub = append(pub, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read tile versions: %w", err)
+	}
+	if len(pub) > 0 {
+		return pub[0]
+	}
+	return nil
+}
+
+// Run listens for version notifications until ctx ends, reconnecting after
+// failures; after each (re)connection it re-reads every version, so that
+// notifications missed while disconnected are made up for.
+func (v *Versions) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := v.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		v.log.Warn("tile version listener stopped; reconnecting", "err", err.Error(), "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (v *Versions) listen(ctx context.Context) error {
+	pc, err := v.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	if err := v.Sync(ctx); err != nil {
+		// Redis may be down; the versions read from PostgreSQL still count.
+		v.log.Warn("tile versions not published", "err", err.Error())
+	}
+	v.readyOnce.Do(func() { close(v.ready) })
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		table, version, ok := parseNotification(n.Payload)
+		if !ok {
+			continue
+		}
+		if err := v.Observe(ctx, table, version); err != nil {
+			v.log.Warn("tile version not published", "err", err.Error())
+		}
+	}
+}
+
+func parseNotification(p string) (string, int64, bool) {
+	i := strings.LastIndexByte(p, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(p[i+1:], 10, 64)
+	return p[:i], n, err == nil
+}
