@@ -12,10 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
 )
 
@@ -47,6 +49,21 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// -- identity (internal/auth) --
 
 	// -- rate limiting (internal/ratelimit) --
+	// limiter holds every named policy (cfg.RateLimit). limit(policy, cost)
+	// is the per-route middleware: it counts by the auth identity and its
+	// tier; cost nil charges 1, ratelimit.RadiusCostFrom("radius") prices
+	// /within by radius.
+	limiter, err := ratelimit.New(d.redis, cfg.RateLimit.Policies, ratelimit.Options{
+		Timeout: cfg.Redis.Timeout, Registerer: reg, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	limitTier := ratelimit.WithTier(func(c *gin.Context) string { return auth.FromGin(c).Tier })
+	limit := func(policy string, cost func(*gin.Context) int) gin.HandlerFunc {
+		return limiter.Middleware(policy, auth.LimitKey, cost, limitTier)
+	}
+	_ = limit
 
 	// -- proximity and geofences (internal/geofence) --
 

@@ -1,0 +1,100 @@
+-- Sliding-window counter approximation, atomic in one run, O(1) memory.
+--
+-- KEYS[1]  a hash of one (policy, identity); per window of period p it
+--          holds fields p:b (index of the current fixed bucket), p:c (its
+--          count) and p:p (the previous bucket's count)
+-- ARGV     as in log.lua (ARGV[3] is unused)
+--
+-- Time is counted in whole milliseconds. At time t in bucket b = floor(t/p),
+-- elapsed e = t - b*p, a window's estimate is prev * (p - e) / p + cur. A
+-- request is admitted when, for every window, cost <= limit and
+-- estimate + cost <= limit, compared exactly in integers:
+-- prev * (p - e) + (cur + cost) * p <= limit * p (kept below 2^53).
+--
+-- Returns the same shape as log.lua: {admitted, now, then per window:
+-- used, reset_us, retry_us}; used is limit minus the whole units left.
+local key = KEYS[1]
+local nowus
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  nowus = tonumber(ARGV[1])
+end
+local cost = tonumber(ARGV[2])
+local n = (#ARGV - 3) / 2
+
+local function int(x) return string.format('%.0f', x) end
+
+-- floor(a / b) exactly, for integers a and b > 0 below 2^53.
+local function fdiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+
+local now = fdiv(nowus, 1000)
+
+local function fits(s, k)
+  return k <= s.limit and s.prev * (s.period - s.e) + (s.cur + k) * s.period <= s.limit * s.period
+end
+
+-- The first millisecond at which a request of cost k fits, with nothing
+-- else admitted meanwhile; nil when it fits now or never can.
+local function fitsAt(s, k)
+  if k > s.limit or fits(s, k) then return nil end
+  if s.cur + k <= s.limit then
+    return s.bucket * s.period + s.period - fdiv((s.limit - k - s.cur) * s.period, s.prev)
+  end
+  return (s.bucket + 1) * s.period + s.period - fdiv((s.limit - k) * s.period, s.cur)
+end
+
+local function after(at)
+  if at == nil then return 0 end
+  return at * 1000 - nowus
+end
+
+local states = {}
+local admitted = 1
+for i = 1, n do
+  local s = {limit = tonumber(ARGV[2 + 2 * i]), period = tonumber(ARGV[3 + 2 * i]) / 1000, cur = 0, prev = 0}
+  s.field = int(s.period)
+  local v = redis.call('HMGET', key, s.field .. ':b', s.field .. ':c', s.field .. ':p')
+  s.bucket = fdiv(now, s.period)
+  local b = tonumber(v[1])
+  if b ~= nil and b >= s.bucket then
+    s.bucket = b
+    s.cur, s.prev = tonumber(v[2]), tonumber(v[3])
+  elseif b ~= nil and b == s.bucket - 1 then
+    s.prev = tonumber(v[2])
+  end
+  s.e = math.max(0, now - s.bucket * s.period)
+  if not fits(s, cost) then admitted = 0 end
+  states[i] = s
+end
+
+if admitted == 1 then
+  local ttl = 0
+  for i = 1, n do
+    local s = states[i]
+    s.cur = s.cur + cost
+    redis.call('HSET', key, s.field .. ':b', int(s.bucket), s.field .. ':c', int(s.cur), s.field .. ':p', int(s.prev))
+    ttl = math.max(ttl, (s.bucket + 2) * s.period - now)
+  end
+  redis.call('PEXPIRE', key, int(ttl))
+end
+
+local out = {admitted, nowus}
+for i = 1, n do
+  local s = states[i]
+  local left = fdiv(s.limit * s.period - s.prev * (s.period - s.e) - s.cur * s.period, s.period)
+  if left < 0 then left = 0 end
+  local reset
+  if left > 0 then reset = (s.bucket + 1) * s.period * 1000 - nowus else reset = after(fitsAt(s, 1)) end
+  local retry = 0
+  if admitted == 0 then retry = after(fitsAt(s, cost)) end
+  out[#out + 1] = s.limit - left
+  out[#out + 1] = reset
+  out[#out + 1] = retry
+end
+return out

@@ -1,0 +1,335 @@
+// Package ratelimit enforces named, per-identity rate limits that hold
+// exactly across any number of replicas: a sliding-window log per (policy,
+// identity) in a Redis sorted set, trimmed, counted and added to by one Lua
+// script in one round trip, timed by the Redis clock. It also offers a
+// sliding-window counter approximation for high limits, a per-identity
+// concurrency limit, shadow mode, and an in-process twin with the same
+// semantics for when Redis is unreachable.
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// Options tune a Limiter; the zero value is usable.
+type Options struct {
+	// Timeout bounds every Redis call (default 250ms).
+	Timeout time.Duration
+	// Registerer receives the limiter's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// BreakerThreshold consecutive Redis failures open the circuit breaker
+	// (default 3); BreakerCooldown later (default 500ms) one request probes
+	// Redis again and the first success closes it.
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+}
+
+// Limiter decides whether requests fit their policy's limits. It is safe
+// for concurrent use.
+type Limiter struct {
+	policies map[string]*Policy
+	redis    *redisStore // nil: in-process only
+	local    *localStore
+	br       *breaker
+	timeout  time.Duration
+	m        *metrics
+	log      *slog.Logger
+	proc     string
+	seq      atomic.Uint64
+
+	logMu   sync.Mutex
+	lastLog map[string]time.Time
+}
+
+// ErrUnknownPolicy is returned for a policy name that is not configured.
+var ErrUnknownPolicy = errors.New("ratelimit: unknown policy")
+
+// New returns a Limiter for policies backed by rdb. A nil rdb makes every
+// decision in process, for a single-instance deployment.
+func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Limiter, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 250 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.BreakerThreshold <= 0 {
+		o.BreakerThreshold = 3
+	}
+	if o.BreakerCooldown <= 0 {
+		o.BreakerCooldown = 500 * time.Millisecond
+	}
+	l := &Limiter{
+		policies: make(map[string]*Policy, len(policies)),
+		local:    newLocalStore(),
+		br:       newBreaker(o.BreakerThreshold, o.BreakerCooldown),
+		timeout:  o.Timeout,
+		m:        newMetrics(o.Registerer),
+		log:      o.Logger,
+		proc:     processID(),
+		lastLog:  map[string]time.Time{},
+	}
+	for name, p := range policies {
+		p.Name = name
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		l.policies[name] = &p
+	}
+	if rdb != nil {
+		l.redis = newRedisStore(rdb)
+		l.redis.onReload = l.m.reloads.Inc
+		l.redis.observe = func(op string, d time.Duration, err error) {
+			res := "ok"
+			if err != nil {
+				res = "error"
+			}
+			l.m.redisDur.WithLabelValues(op, res).Observe(d.Seconds())
+		}
+	}
+	l.br.onChange = func(open bool) {
+		if open {
+			l.m.breaker.Set(1)
+			l.m.trips.Inc()
+			l.log.Warn("ratelimit: redis failing, policies switch to their failure mode")
+			return
+		}
+		l.m.breaker.Set(0)
+		l.log.Info("ratelimit: redis is back, limiting through redis again")
+	}
+	return l, nil
+}
+
+// processID is random per process, so that log members written by
+// different replicas never collide.
+func processID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// member returns a sorted-set member prefix unique to this call.
+func (l *Limiter) member() string {
+	return l.proc + strconv.FormatUint(l.seq.Add(1), 36)
+}
+
+// Policy returns the named policy.
+func (l *Limiter) Policy(name string) (Policy, bool) {
+	p, ok := l.policies[name]
+	if !ok {
+		return Policy{}, false
+	}
+	return *p, true
+}
+
+// Request is one rate-limit check.
+type Request struct {
+	Policy   string
+	Identity string
+	// Tier selects a per-tier override of the policy's windows, if any.
+	Tier string
+	// Cost is how many units the request consumes; below 1 counts as 1.
+	Cost int
+	// At is the caller clock: when set, the decision uses this time instead
+	// of the Redis clock. For tests and replays; replicas with skewed
+	// clocks must leave it zero.
+	At time.Time
+}
+
+// Allow checks one request of cost units by identity under policy.
+func (l *Limiter) Allow(ctx context.Context, policy, identity string, cost int) (Decision, error) {
+	return l.Check(ctx, Request{Policy: policy, Identity: identity, Cost: cost})
+}
+
+// Check decides r. The error is ErrUnknownPolicy, or an apperr.Unavailable
+// when Redis cannot decide and the policy fails closed, or the context's
+// error; a rejection is not an error but a Decision with Allowed false.
+func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
+	p, ok := l.policies[r.Policy]
+	if !ok {
+		return Decision{}, fmt.Errorf("%w %q", ErrUnknownPolicy, r.Policy)
+	}
+	cost := max(1, r.Cost)
+	ws := p.windowsFor(r.Tier, r.Identity)
+	id := keyIdentity(r.Identity)
+	key := logKey(p.Name, id)
+	if p.Algorithm == Counter {
+		key = counterKey(p.Name, id)
+	}
+	var at int64
+	if !r.At.IsZero() {
+		at = r.At.UnixMicro()
+	}
+	o, backend, err := l.decide(ctx, p, key, at, cost, ws)
+	if err != nil {
+		l.m.decisions.WithLabelValues(p.Name, "unavailable", backend).Inc()
+		return Decision{}, err
+	}
+	d := newDecision(p, ws, cost, o, backend)
+	outcome := "allowed"
+	if d.Limited {
+		outcome = "rejected"
+		if p.Shadow {
+			d.Allowed = true
+			l.m.shadow.WithLabelValues(p.Name).Inc()
+		}
+	}
+	l.m.decisions.WithLabelValues(p.Name, outcome, backend).Inc()
+	return d, nil
+}
+
+// Backends a decision can come from.
+const (
+	BackendRedis = "redis"
+	BackendLocal = "local"
+	BackendNone  = "none" // failed open: nothing was counted
+)
+
+// decide asks Redis unless the breaker keeps it away, then falls back as
+// the policy says.
+func (l *Limiter) decide(ctx context.Context, p *Policy, key string, at int64, cost int, ws []Window) (outcome, string, error) {
+	if l.redis == nil {
+		o, err := l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
+		return o, BackendLocal, err
+	}
+	if l.br.allow() {
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		o, err := l.redis.decide(cctx, p.Algorithm, key, at, cost, ws, l.member())
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up; that says nothing about Redis.
+			l.br.abandon()
+			return outcome{}, BackendNone, ctx.Err()
+		}
+		l.br.done(err)
+		if err == nil {
+			return o, BackendRedis, nil
+		}
+		l.warn(p.Name, "ratelimit: redis call failed", "policy", p.Name, "err", err.Error())
+	}
+	l.m.fallbacks.WithLabelValues(p.Name, string(p.Failure)).Inc()
+	switch p.Failure {
+	case FailLocal:
+		o, err := l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
+		return o, BackendLocal, err
+	case FailOpen:
+		l.warn(p.Name+"/open", "ratelimit: admitting without a limit while redis is unavailable", "policy", p.Name)
+		return outcome{admitted: true}, BackendNone, nil
+	}
+	return outcome{}, BackendNone, apperr.New(apperr.Unavailable, "Rate limiting is temporarily unavailable; please retry shortly.")
+}
+
+// warn logs at most once a second per topic, so that an outage does not
+// turn into a log flood.
+func (l *Limiter) warn(topic, msg string, args ...any) {
+	l.logMu.Lock()
+	now := time.Now()
+	if now.Sub(l.lastLog[topic]) < time.Second {
+		l.logMu.Unlock()
+		return
+	}
+	l.lastLog[topic] = now
+	l.logMu.Unlock()
+	l.log.Warn(msg, args...)
+}
+
+// keyIdentity keeps short printable identities readable in key names and
+// hashes the rest, so key names stay bounded and free of odd bytes.
+func keyIdentity(id string) string {
+	if len(id) <= 128 {
+		printable := true
+		for i := 0; i < len(id); i++ {
+			if id[i] < 0x21 || id[i] > 0x7e {
+				printable = false
+				break
+			}
+		}
+		if printable {
+			return id
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// Acquire takes one of the identity's in-flight slots under policy. When
+// ok, release must be called once the request ends; a slot not released
+// within the policy's lease frees itself. Policies without a concurrency
+// cap always succeed. Failure modes apply as for Check.
+func (l *Limiter) Acquire(ctx context.Context, policy, identity string) (release func(), ok bool, err error) {
+	p, found := l.policies[policy]
+	if !found {
+		return nil, false, fmt.Errorf("%w %q", ErrUnknownPolicy, policy)
+	}
+	noop := func() {}
+	if p.Concurrency == 0 {
+		return noop, true, nil
+	}
+	key := flightKey(p.Name, keyIdentity(identity))
+	token := l.member()
+	var st store
+	if l.redis != nil && l.br.allow() {
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		got, _, err := l.redis.acquire(cctx, key, 0, p.Concurrency, p.Lease, token)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			l.br.abandon()
+			return nil, false, ctx.Err()
+		}
+		l.br.done(err)
+		if err == nil {
+			ok, st = got, l.redis
+		}
+	}
+	if st == nil {
+		if l.redis != nil {
+			l.m.fallbacks.WithLabelValues(p.Name, string(p.Failure)).Inc()
+		}
+		switch {
+		case l.redis == nil || p.Failure == FailLocal:
+			ok, _, _ = l.local.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
+			st = l.local
+		case p.Failure == FailOpen:
+			return noop, true, nil
+		default:
+			return nil, false, apperr.New(apperr.Unavailable, "Rate limiting is temporarily unavailable; please retry shortly.")
+		}
+	}
+	if !ok {
+		l.m.inflight.WithLabelValues(p.Name, "rejected").Inc()
+		if p.Shadow {
+			l.m.shadow.WithLabelValues(p.Name).Inc()
+			return noop, true, nil
+		}
+		return nil, false, nil
+	}
+	l.m.inflight.WithLabelValues(p.Name, "acquired").Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Release even when the request was cancelled; the lease is the
+			// safety net if this fails.
+			ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+			defer cancel()
+			_ = st.release(ctx, key, token)
+		})
+	}, true, nil
+}

@@ -1,0 +1,139 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// newLimiter returns a Limiter on the test Redis with the given windows
+// under policy "p" (and the built-in policies).
+func newLimiter(t *testing.T, rdb redis.UniversalClient, alg Algorithm, windows string) *Limiter {
+	t.Helper()
+	ws, err := ParseWindows(windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := DefaultPolicies()
+	ps["p"] = Policy{Name: "p", Windows: ws, Algorithm: alg, Failure: FailClosed, Lease: 30 * time.Second}
+	l, err := New(rdb, ps, Options{Registerer: prometheus.NewRegistry(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestSeedPolicyKeyAndTTL(t *testing.T) {
+	rdb := testenv.Redis(t)
+	l := newLimiter(t, rdb, Log, "1/1s")
+	ctx := context.Background()
+	id := "key:" + testenv.Prefix(t)
+	var got []bool
+	for range 12 {
+		d, err := l.Allow(ctx, "geofence", id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Allowed)
+	}
+	admitted := 0
+	for i, a := range got {
+		if a != (i < 10) {
+			t.Fatalf("decisions = %v, want ten admitted then two rejected", got)
+		}
+		if a {
+			admitted++
+		}
+	}
+	key := "rl:geofence:" + id
+	if n := rdb.ZCard(ctx, key).Val(); n != 10 {
+		t.Errorf("ZCARD %s = %d, want 10 (rejected requests are not recorded)", key, n)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Second {
+		t.Errorf("PTTL %s = %v, want in (0, 1s]", key, ttl)
+	}
+}
+
+func TestConcurrentChecksAdmitExactlyTheLimit(t *testing.T) {
+	rdb := testenv.Redis(t)
+	for _, alg := range []Algorithm{Log, Counter} {
+		t.Run(string(alg), func(t *testing.T) {
+			l := newLimiter(t, rdb, alg, "10/1m")
+			prefix := testenv.Prefix(t)
+			for trial := range 20 {
+				id := fmt.Sprintf("%s-%d", prefix, trial)
+				var mu sync.Mutex
+				admitted := 0
+				var wg sync.WaitGroup
+				for range 50 {
+					wg.Go(func() {
+						d, err := l.Allow(context.Background(), "p", id, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							mu.Lock()
+							admitted++
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				if admitted != 10 {
+					t.Fatalf("trial %d: 50 concurrent checks admitted %d, want exactly 10", trial, admitted)
+				}
+			}
+		})
+	}
+}
+
+func TestScriptFlushCostsNoRequest(t *testing.T) {
+	rdb := testenv.Redis(t)
+	reg := prometheus.NewRegistry()
+	ps := DefaultPolicies()
+	l, err := New(rdb, ps, Options{Registerer: reg, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := testenv.Prefix(t)
+	for i := range 3 {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Allow(ctx, "geofence", id, 1)
+		if err != nil || !d.Allowed || d.Backend != BackendRedis {
+			t.Fatalf("Allow after SCRIPT FLUSH #%d = %+v, %v; want admitted by redis", i, d, err)
+		}
+	}
+	if n := metricSum(l.m.reloads); n < 3 {
+		t.Errorf("script reloads = %v, want >= 3", n)
+	}
+}
+
+// metricSum adds up every counter or gauge c collects.
+func metricSum(c prometheus.Collector) float64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	var sum float64
+	for m := range ch {
+		var pb dto.Metric
+		_ = m.Write(&pb)
+		switch {
+		case pb.Counter != nil:
+			sum += pb.Counter.GetValue()
+		case pb.Gauge != nil:
+			sum += pb.Gauge.GetValue()
+		}
+	}
+	return sum
+}

@@ -1,0 +1,93 @@
+-- Sliding-window log, atomic in one run.
+--
+-- KEYS[1]  the sorted set of one (policy, identity): one member per admitted
+--          unit, scored by its time in microseconds
+-- ARGV[1]  the time in microseconds, or "" to read the Redis clock (TIME)
+-- ARGV[2]  cost: units this request consumes
+-- ARGV[3]  a member prefix unique to this call
+-- ARGV[4..] pairs of limit, period in microseconds (one pair per window)
+--
+-- A unit admitted at s counts in a window of period p at time t while
+-- s > t - p. The request is admitted only if every window has room for the
+-- whole cost; then cost members are added and the key expires after the
+-- longest period. A rejected request leaves no trace.
+--
+-- Returns {admitted, now, then per window: used, reset_us, retry_us}, where
+-- used counts the window's units after the decision, reset_us is when its
+-- oldest unit leaves and retry_us when enough have left for the cost to fit
+-- (0 for windows with room or a cost above the limit).
+local key = KEYS[1]
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local cost = tonumber(ARGV[2])
+local prefix = ARGV[3]
+local n = (#ARGV - 3) / 2
+
+-- Lua prints large numbers in exponent form; scores must be exact.
+local function int(x) return string.format('%.0f', x) end
+
+local longest = 0
+for i = 1, n do
+  local p = tonumber(ARGV[3 + 2 * i])
+  if p > longest then longest = p end
+end
+redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - longest))
+
+local total = redis.call('ZCARD', key)
+local counts = {}
+local admitted = 1
+for i = 1, n do
+  local limit = tonumber(ARGV[2 + 2 * i])
+  local period = tonumber(ARGV[3 + 2 * i])
+  local c = redis.call('ZCOUNT', key, '(' .. int(now - period), '+inf')
+  counts[i] = c
+  if c + cost > limit then admitted = 0 end
+end
+
+if admitted == 1 then
+  local score = int(now)
+  local j = 1
+  while j <= cost do
+    local args = {}
+    local last = math.min(cost, j + 499)
+    for k = j, last do
+      args[#args + 1] = score
+      if cost == 1 then args[#args + 1] = prefix else args[#args + 1] = prefix .. '.' .. k end
+    end
+    redis.call('ZADD', key, unpack(args))
+    j = last + 1
+  end
+  total = total + cost
+  redis.call('PEXPIRE', key, math.ceil(longest / 1000))
+end
+
+-- The units in a window are the newest ones: the unit k-th oldest in a
+-- window holding c units has rank total - c + k - 1.
+local function scoreAt(rank)
+  local r = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+  return tonumber(r[2])
+end
+
+local out = {admitted, now}
+for i = 1, n do
+  local limit = tonumber(ARGV[2 + 2 * i])
+  local period = tonumber(ARGV[3 + 2 * i])
+  local used = counts[i]
+  if admitted == 1 then used = used + cost end
+  local reset = 0
+  if used > 0 then reset = scoreAt(total - used) + period - now end
+  local retry = 0
+  if admitted == 0 and cost <= limit and counts[i] + cost > limit then
+    local k = counts[i] + cost - limit
+    retry = scoreAt(total - counts[i] + k - 1) + period - now
+  end
+  out[#out + 1] = used
+  out[#out + 1] = reset
+  out[#out + 1] = retry
+end
+return out

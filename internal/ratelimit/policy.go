@@ -1,0 +1,365 @@
+package ratelimit
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Window is one limit of a policy: at most Limit units within any interval
+// of length Period.
+type Window struct {
+	Limit  int
+	Period time.Duration
+}
+
+func (w Window) String() string { return strconv.Itoa(w.Limit) + "/" + formatPeriod(w.Period) }
+
+// Algorithm selects how a policy counts.
+type Algorithm string
+
+const (
+	// Log is the exact sliding-window log: one sorted-set member per unit.
+	Log Algorithm = "log"
+	// Counter is the sliding-window counter approximation: two fixed
+	// buckets per window weighted by their overlap, O(1) memory per key.
+	Counter Algorithm = "counter"
+)
+
+// FailureMode says what a policy does when Redis cannot decide.
+type FailureMode string
+
+const (
+	// FailLocal hands decisions to the in-process limiter of each replica.
+	FailLocal FailureMode = "local"
+	// FailOpen admits every request, counted in metrics and logged.
+	FailOpen FailureMode = "open"
+	// FailClosed refuses every request with 503.
+	FailClosed FailureMode = "closed"
+)
+
+// Policy is a named set of windows checked together and consumed
+// all-or-nothing, with per-tier and per-identity overrides.
+type Policy struct {
+	Name      string
+	Windows   []Window
+	Algorithm Algorithm
+	Failure   FailureMode
+	// Shadow decides and counts but admits every request.
+	Shadow bool
+	// Concurrency caps the requests of one identity in flight at once; 0
+	// means no cap. A slot not released within Lease frees itself.
+	Concurrency int
+	Lease       time.Duration
+	// Tiers and Identities replace Windows for a tier name or an identity
+	// (the identity wins over the tier).
+	Tiers      map[string][]Window
+	Identities map[string][]Window
+}
+
+// windowsFor returns the windows that apply to identity in tier.
+func (p *Policy) windowsFor(tier, identity string) []Window {
+	if w, ok := p.Identities[identity]; ok {
+		return w
+	}
+	if w, ok := p.Tiers[tier]; ok {
+		return w
+	}
+	return p.Windows
+}
+
+// Limits of what a policy may ask for: a log holds one member per unit, so
+// its limit bounds the work and memory of one script run; counter
+// arithmetic (three terms of limit times period in milliseconds) stays
+// exact in a double below 2^53.
+const (
+	maxLogLimit    = 100_000
+	maxCounterProd = 1 << 51
+	maxWindows     = 8
+)
+
+var policyName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+
+// DefaultPolicies are the built-in policies, used when no file is given and
+// as the base a file's policies are merged onto.
+func DefaultPolicies() map[string]Policy {
+	mk := func(name string, alg Algorithm, ws ...Window) Policy {
+		return Policy{Name: name, Windows: ws, Algorithm: alg, Failure: FailLocal, Lease: 30 * time.Second}
+	}
+	return map[string]Policy{
+		"geofence":     mk("geofence", Log, Window{10, time.Second}),
+		"tiles":        mk("tiles", Log, Window{100, time.Second}),
+		"tiles-cached": mk("tiles-cached", Counter, Window{2000, time.Second}, Window{60000, time.Minute}),
+	}
+}
+
+// ParseWindows parses a comma-separated list such as "10/1s,600/1m".
+// Periods are Go durations in whole seconds, or a bare unit (s, m, h, d),
+// with "d" meaning 24h.
+func ParseWindows(s string) ([]Window, error) {
+	var ws []Window
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lim, per, ok := strings.Cut(part, "/")
+		if !ok {
+			return nil, fmt.Errorf("window %q: want LIMIT/PERIOD such as 10/1s", part)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(lim))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("window %q: limit must be a whole number of at least 1", part)
+		}
+		d, err := parsePeriod(strings.TrimSpace(per))
+		if err != nil {
+			return nil, fmt.Errorf("window %q: %v", part, err)
+		}
+		ws = append(ws, Window{Limit: n, Period: d})
+	}
+	if len(ws) == 0 {
+		return nil, errors.New("no windows: want LIMIT/PERIOD[,LIMIT/PERIOD...] such as 10/1s,600/1m")
+	}
+	slices.SortStableFunc(ws, func(a, b Window) int { return cmp.Compare(a.Period, b.Period) })
+	for i := 1; i < len(ws); i++ {
+		if ws[i].Period == ws[i-1].Period {
+			return nil, fmt.Errorf("two windows of %s", formatPeriod(ws[i].Period))
+		}
+	}
+	if len(ws) > maxWindows {
+		return nil, fmt.Errorf("%d windows: at most %d", len(ws), maxWindows)
+	}
+	return ws, nil
+}
+
+func parsePeriod(s string) (time.Duration, error) {
+	switch s {
+	case "s", "m", "h", "d":
+		s = "1" + s
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		k, err := strconv.Atoi(n)
+		if err != nil || k < 1 {
+			return 0, fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d", s)
+		}
+		return time.Duration(k) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d", s)
+	}
+	if d%time.Second != 0 {
+		return 0, fmt.Errorf("period %q: must be a whole number of seconds", s)
+	}
+	if d > 7*24*time.Hour {
+		return 0, fmt.Errorf("period %q: at most 7d", s)
+	}
+	return d, nil
+}
+
+func formatPeriod(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	case d%time.Hour == 0:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	case d%time.Minute == 0:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	}
+	return strconv.Itoa(int(d/time.Second)) + "s"
+}
+
+// Validate checks a policy's algorithm, failure mode and every window set.
+func (p *Policy) Validate() error {
+	if !policyName.MatchString(p.Name) || p.Name == "config" {
+		return fmt.Errorf("policy name %q: want lower-case letters, digits and '-', starting with a letter (and not \"config\")", p.Name)
+	}
+	switch p.Algorithm {
+	case Log, Counter:
+	default:
+		return fmt.Errorf("policy %s: algorithm %q: want log or counter", p.Name, p.Algorithm)
+	}
+	switch p.Failure {
+	case FailLocal, FailOpen, FailClosed:
+	default:
+		return fmt.Errorf("policy %s: failure %q: want local, open or closed", p.Name, p.Failure)
+	}
+	if p.Concurrency < 0 {
+		return fmt.Errorf("policy %s: concurrency %d: must be 0 (none) or more", p.Name, p.Concurrency)
+	}
+	if p.Concurrency > 0 && p.Lease < time.Second {
+		return fmt.Errorf("policy %s: lease %s: must be at least 1s", p.Name, p.Lease)
+	}
+	check := func(what string, ws []Window) error {
+		if len(ws) == 0 {
+			return fmt.Errorf("policy %s: %s: no windows", p.Name, what)
+		}
+		for _, w := range ws {
+			if p.Algorithm == Log && w.Limit > maxLogLimit {
+				return fmt.Errorf("policy %s: %s: window %s: the exact log allows at most %d per window; use algorithm: counter", p.Name, what, w, maxLogLimit)
+			}
+			if p.Algorithm == Counter && float64(w.Limit)*float64(w.Period.Milliseconds()) >= maxCounterProd {
+				return fmt.Errorf("policy %s: %s: window %s: limit times period is too large", p.Name, what, w)
+			}
+		}
+		return nil
+	}
+	if err := check("windows", p.Windows); err != nil {
+		return err
+	}
+	for t, ws := range p.Tiers {
+		if err := check("tier "+t, ws); err != nil {
+			return err
+		}
+	}
+	for id, ws := range p.Identities {
+		if err := check("identity "+id, ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileFormat is the YAML policy file. Window lists are strings in the
+// ParseWindows syntax.
+type fileFormat struct {
+	Policies map[string]filePolicy `yaml:"policies"`
+}
+
+type filePolicy struct {
+	Windows     string            `yaml:"windows"`
+	Algorithm   string            `yaml:"algorithm"`
+	Failure     string            `yaml:"failure"`
+	Shadow      *bool             `yaml:"shadow"`
+	Concurrency *int              `yaml:"concurrency"`
+	Lease       string            `yaml:"lease"`
+	Tiers       map[string]string `yaml:"tiers"`
+	Identities  map[string]string `yaml:"identities"`
+}
+
+// EnvName is the variable that overrides a policy's windows, for example
+// RATELIMIT_TILES_CACHED for "tiles-cached".
+func EnvName(policy string) string {
+	return "RATELIMIT_" + strings.ReplaceAll(strings.ToUpper(policy), "-", "_")
+}
+
+// LoadPolicies merges the YAML document file (may be empty) onto the
+// built-in policies, then applies RATELIMIT_<POLICY> overrides read through
+// getenv, and validates the result. Every problem is reported at once.
+func LoadPolicies(file []byte, getenv func(string) string) (map[string]Policy, error) {
+	ps := DefaultPolicies()
+	var errs []error
+	if len(file) > 0 {
+		var f fileFormat
+		if err := yaml.UnmarshalWithOptions(file, &f, yaml.Strict()); err != nil {
+			return nil, fmt.Errorf("policy file: %s", yaml.FormatError(err, false, true))
+		}
+		for name, fp := range f.Policies {
+			p, ok := ps[name]
+			if !ok {
+				p = Policy{Name: name, Algorithm: Log, Failure: FailLocal, Lease: 30 * time.Second}
+			}
+			if err := fp.apply(&p); err != nil {
+				errs = append(errs, fmt.Errorf("policy %s: %w", name, err))
+				continue
+			}
+			ps[name] = p
+		}
+	}
+	names := make([]string, 0, len(ps))
+	for name := range ps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := ps[name]
+		if v := strings.TrimSpace(getenv(EnvName(name))); v != "" {
+			ws, err := ParseWindows(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(name), v, err))
+				continue
+			}
+			p.Windows = ws
+			ps[name] = p
+		}
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+func (fp filePolicy) apply(p *Policy) error {
+	var err error
+	if fp.Windows != "" {
+		if p.Windows, err = ParseWindows(fp.Windows); err != nil {
+			return err
+		}
+	}
+	if fp.Algorithm != "" {
+		p.Algorithm = Algorithm(fp.Algorithm)
+	}
+	if fp.Failure != "" {
+		p.Failure = FailureMode(fp.Failure)
+	}
+	if fp.Shadow != nil {
+		p.Shadow = *fp.Shadow
+	}
+	if fp.Concurrency != nil {
+		p.Concurrency = *fp.Concurrency
+	}
+	if fp.Lease != "" {
+		if p.Lease, err = time.ParseDuration(fp.Lease); err != nil {
+			return fmt.Errorf("lease %q: want a duration such as 30s", fp.Lease)
+		}
+	}
+	parseMap := func(what string, m map[string]string) (map[string][]Window, error) {
+		if len(m) == 0 {
+			return nil, nil
+		}
+		out := make(map[string][]Window, len(m))
+		for k, v := range m {
+			ws, err := ParseWindows(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", what, k, err)
+			}
+			out[k] = ws
+		}
+		return out, nil
+	}
+	if p.Tiers, err = parseMap("tier", fp.Tiers); err != nil {
+		return err
+	}
+	if p.Identities, err = parseMap("identity", fp.Identities); err != nil {
+		return err
+	}
+	return nil
+}
+
+// longest returns the longest period of ws.
+func longest(ws []Window) time.Duration {
+	var m time.Duration
+	for _, w := range ws {
+		m = max(m, w.Period)
+	}
+	return m
+}
+
+// ceilSeconds rounds d up to whole seconds.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(d.Seconds()))
+}

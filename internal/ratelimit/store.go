@@ -1,0 +1,162 @@
+package ratelimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed log.lua
+	logLua string
+	//go:embed counter.lua
+	counterLua string
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed release.lua
+	releaseLua string
+)
+
+// outcome is what a store decided for one request.
+type outcome struct {
+	admitted bool
+	now      int64 // microseconds since the Unix epoch, on the deciding clock
+	windows  []windowOutcome
+}
+
+// windowOutcome is one window after the decision. All times are
+// microseconds from now.
+type windowOutcome struct {
+	used  int64 // units counted in the window
+	reset int64 // when the count next drops (0: nothing counted)
+	retry int64 // when the cost would fit (0: fits now, or never can)
+}
+
+// store decides requests. at is the caller's clock in microseconds, or 0
+// for the store's own clock.
+type store interface {
+	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws []Window, member string) (outcome, error)
+	acquire(ctx context.Context, key string, at int64, max int, lease time.Duration, token string) (bool, int, error)
+	release(ctx context.Context, key, token string) error
+}
+
+// redisStore runs each decision as one script on Redis.
+type redisStore struct {
+	c        redis.UniversalClient
+	log      *redis.Script
+	counter  *redis.Script
+	acq, rel *redis.Script
+	// onReload is called when Redis had lost a script (NOSCRIPT).
+	onReload func()
+	// observe records the duration and result of one Redis call.
+	observe func(op string, d time.Duration, err error)
+}
+
+func newRedisStore(c redis.UniversalClient) *redisStore {
+	return &redisStore{
+		c:        c,
+		log:      redis.NewScript(logLua),
+		counter:  redis.NewScript(counterLua),
+		acq:      redis.NewScript(acquireLua),
+		rel:      redis.NewScript(releaseLua),
+		onReload: func() {},
+		observe:  func(string, time.Duration, error) {},
+	}
+}
+
+// run is EVALSHA, then EVAL when Redis lost the script: one round trip
+// normally, two after a restart, failover or SCRIPT FLUSH.
+func (s *redisStore) run(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
+	start := time.Now()
+	v, err := sc.EvalSha(ctx, s.c, keys, args...).Result()
+	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+		s.onReload()
+		v, err = sc.Eval(ctx, s.c, keys, args...).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	s.observe(op, time.Since(start), err)
+	return v, err
+}
+
+func windowArgs(at int64, cost int, member string, ws []Window) []any {
+	args := make([]any, 0, 3+2*len(ws))
+	if at == 0 {
+		args = append(args, "")
+	} else {
+		args = append(args, at)
+	}
+	args = append(args, cost, member)
+	for _, w := range ws {
+		args = append(args, w.Limit, w.Period.Microseconds())
+	}
+	return args
+}
+
+func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws []Window, member string) (outcome, error) {
+	sc := s.log
+	if alg == Counter {
+		sc = s.counter
+	}
+	v, err := s.run(ctx, string(alg), sc, []string{key}, windowArgs(at, cost, member, ws)...)
+	if err != nil {
+		return outcome{}, err
+	}
+	return parseOutcome(v, len(ws))
+}
+
+func parseOutcome(v any, n int) (outcome, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2+3*n {
+		return outcome{}, fmt.Errorf("rate-limit script returned %T of unexpected shape", v)
+	}
+	nums := make([]int64, len(a))
+	for i, x := range a {
+		if nums[i], ok = x.(int64); !ok {
+			return outcome{}, fmt.Errorf("rate-limit script returned %T at %d", x, i)
+		}
+	}
+	o := outcome{admitted: nums[0] == 1, now: nums[1], windows: make([]windowOutcome, n)}
+	for i := range n {
+		o.windows[i] = windowOutcome{used: nums[2+3*i], reset: nums[3+3*i], retry: nums[4+3*i]}
+	}
+	return o, nil
+}
+
+func (s *redisStore) acquire(ctx context.Context, key string, at int64, max int, lease time.Duration, token string) (bool, int, error) {
+	var when any = ""
+	if at != 0 {
+		when = at
+	}
+	v, err := s.run(ctx, "acquire", s.acq, []string{key}, when, max, lease.Microseconds(), token)
+	if err != nil {
+		return false, 0, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return false, 0, fmt.Errorf("acquire script returned %T of unexpected shape", v)
+	}
+	got, _ := a[0].(int64)
+	n, _ := a[1].(int64)
+	return got == 1, int(n), nil
+}
+
+func (s *redisStore) release(ctx context.Context, key, token string) error {
+	_, err := s.run(ctx, "release", s.rel, []string{key}, token)
+	return err
+}
+
+// keys names the Redis keys of one identity under one policy. Each script
+// touches exactly one key, so every decision is single-slot on a Cluster
+// without hash tags, and the log key keeps its plain documented name.
+func logKey(policy, identity string) string     { return "rl:" + policy + ":" + identity }
+func counterKey(policy, identity string) string { return "rlc:" + policy + ":" + identity }
+func flightKey(policy, identity string) string  { return "rlf:" + policy + ":" + identity }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
