@@ -19,6 +19,7 @@ import (
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
+	"github.com/geogate/geogate/internal/tiles"
 )
 
 type (
@@ -47,6 +48,14 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	// -- identity (internal/auth) --
+	// Every route below is authenticated: the identity (API key, bearer
+	// token, or the client address) is in the request for Require, the
+	// limiter and the spatial scope checks.
+	authn, err := auth.New(ctx, cfg.Auth, d.db, cfg.DB.QueryTimeout, log)
+	if err != nil {
+		return nil, err
+	}
+	r.Use(authn.Middleware())
 
 	// -- rate limiting (internal/ratelimit) --
 	// limiter holds every named policy (cfg.RateLimit). limit(policy, cost)
@@ -68,6 +77,42 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// -- proximity and geofences (internal/geofence) --
 
 	// -- tiles (internal/tiles) --
+	// Only renders (cache misses) spend the "tiles" budget; cached tiles
+	// pass the generous "tiles-cached" policy. Routes writing geofences
+	// should carry tileHandler.SyncVersions() so that no replica serves a
+	// tile older than a write once it has been answered.
+	charge := func(policy string) func(*gin.Context) bool {
+		return func(c *gin.Context) bool {
+			dec, err := limiter.Check(c.Request.Context(), ratelimit.Request{
+				Policy: policy, Identity: auth.LimitKey(c), Cost: 1, Tier: auth.FromGin(c).Tier,
+			})
+			if err != nil {
+				httpx.Abort(c, err)
+				return false
+			}
+			return ratelimit.Respond(c, dec)
+		}
+	}
+	proxies, err := auth.ParseTrustedProxies(cfg.Auth.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	tileHandler, err := tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: d.db, Redis: d.redis, RedisTimeout: cfg.Redis.Timeout}, tiles.Options{
+		TrustedProxy: proxies.Trusts,
+		Scope: func(c *gin.Context) tiles.Scope {
+			if s := auth.FromGin(c).Spatial; s != nil {
+				return s
+			}
+			return nil
+		},
+		OnMiss: charge("tiles"),
+		OnHit:  charge("tiles-cached"),
+		Log:    log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tileHandler.Register(r, auth.Require("tiles:read"))
 
 	return r, nil
 }

@@ -1,0 +1,119 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// KeyLookup finds a key by the hash of its secret; *Store is one.
+type KeyLookup interface {
+	ByHash(ctx context.Context, h [32]byte) (Key, error)
+}
+
+// KeyCache verifies API keys through a KeyLookup, remembering each answer
+// (found or not) for a short TTL, so that a busy key costs one hash and one
+// map read per request, and a flood of random keys costs one lookup per
+// key per TTL. A revoked key stops working within the TTL; a key is never
+// served past its own expiry. Concurrent misses for one secret share one
+// lookup. Keys are held by the hash of their secret, never the secret.
+type KeyCache struct {
+	lookup KeyLookup
+	ttl    time.Duration
+	max    int
+	now    func() time.Time
+	sf     singleflight.Group
+
+	mu      sync.Mutex
+	entries map[[32]byte]cacheEntry
+}
+
+type cacheEntry struct {
+	key   Key
+	found bool
+	until time.Time
+}
+
+// NewKeyCache returns a cache over lookup holding at most max entries for
+// ttl each.
+func NewKeyCache(lookup KeyLookup, ttl time.Duration, max int) *KeyCache {
+	if max < 1 {
+		max = 1
+	}
+	return &KeyCache{lookup: lookup, ttl: ttl, max: max, now: time.Now, entries: make(map[[32]byte]cacheEntry)}
+}
+
+// Verify returns the key for secret, or an Unauthenticated error when it is
+// unknown, revoked or expired, or an Unavailable one when the lookup fails.
+func (c *KeyCache) Verify(ctx context.Context, secret string) (Key, error) {
+	h := HashSecret(secret)
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[h]
+	c.mu.Unlock()
+	if !ok || !now.Before(e.until) {
+		v, err, _ := c.sf.Do(string(h[:]), func() (any, error) { return c.fill(ctx, h) })
+		if err != nil {
+			if apperr.KindOf(err) == apperr.Unauthenticated {
+				return Key{}, err
+			}
+			return Key{}, apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errKeyUnavailable), err)
+		}
+		e = v.(cacheEntry)
+	}
+	if !e.found {
+		return Key{}, errInvalidKey
+	}
+	if err := e.key.Usable(now); err != nil {
+		return Key{}, err
+	}
+	return e.key, nil
+}
+
+func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
+	k, err := c.lookup.ByHash(ctx, h)
+	found := true
+	if errors.Is(err, ErrKeyNotFound) {
+		found, err = false, nil
+	}
+	if err != nil {
+		return cacheEntry{}, err
+	}
+	e := cacheEntry{key: k, found: found, until: c.now().Add(c.ttl)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		c.evict()
+	}
+	c.entries[h] = e
+	return e, nil
+}
+
+// evict drops expired entries and, if that is not enough, arbitrary ones
+// (Go's map order), down to three quarters of the bound. c.mu is held.
+func (c *KeyCache) evict() {
+	now := c.now()
+	for h, e := range c.entries {
+		if !now.Before(e.until) {
+			delete(c.entries, h)
+		}
+	}
+	for h := range c.entries {
+		if len(c.entries) <= c.max*3/4 {
+			break
+		}
+		delete(c.entries, h)
+	}
+}
+
+// Len returns the number of remembered answers.
+func (c *KeyCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
