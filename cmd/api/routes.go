@@ -16,6 +16,7 @@ import (
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
@@ -113,6 +114,11 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		return nil, err
 	}
 	tileHandler.Register(r, auth.Require("tiles:read"))
+
+	// -- API description (internal/openapi) --
+	if err := openapi.Register(r); err != nil {
+		return nil, err
+	}
 
 	return r, nil
 }

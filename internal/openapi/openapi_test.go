@@ -1,0 +1,186 @@
+package openapi_test
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi"
+	"github.com/geogate/geogate/internal/openapi/contract"
+)
+
+func newRouter(t *testing.T) *gin.Engine {
+	t.Helper()
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	if err := openapi.Register(r); err != nil {
+		t.Fatalf("Register() = %v", err)
+	}
+	return r
+}
+
+func TestDocumentIsValidOpenAPI31(t *testing.T) {
+	doc, err := contract.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Errorf("openapi = %q, want 3.1.x", doc.OpenAPI)
+	}
+	for _, name := range []string{"ApiKeyAuth", "BearerAuth"} {
+		if doc.Components.SecuritySchemes[name] == nil {
+			t.Errorf("components.securitySchemes lacks %s", name)
+		}
+	}
+	for _, h := range []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
+		if doc.Components.Headers[h] == nil {
+			t.Errorf("components.headers lacks %s", h)
+		}
+	}
+}
+
+// TestEveryOperationDeclaresItsScope keeps security requirements and
+// x-scopes in step: a route that needs a scope says so in both.
+func TestEveryOperationDeclaresItsScope(t *testing.T) {
+	doc, err := contract.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			raw, ok := op.Extensions["x-scopes"]
+			if !ok {
+				if op.Security != nil && len(*op.Security) > 0 && len((*op.Security)[0]) > 0 {
+					t.Errorf("%s %s has security requirements but no x-scopes", method, path)
+				}
+				continue
+			}
+			scopes, _ := raw.([]any)
+			if op.Security == nil {
+				t.Errorf("%s %s: x-scopes %v but no security requirements", method, path, scopes)
+				continue
+			}
+			for _, req := range *op.Security {
+				for scheme, got := range req {
+					if len(got) != len(scopes) || (len(got) > 0 && got[0] != scopes[0]) {
+						t.Errorf("%s %s: %s scopes = %v, want x-scopes %v", method, path, scheme, got, scopes)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestServedDocumentIsTheYAML(t *testing.T) {
+	r := newRouter(t)
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/openapi.json", nil))
+	if w.Code != 200 {
+		t.Fatalf("GET /openapi.json = %d, want 200", w.Code)
+	}
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["openapi"] != "3.1.0" {
+		t.Errorf("openapi = %v, want 3.1.0", got["openapi"])
+	}
+	paths, _ := got["paths"].(map[string]any)
+	if _, ok := paths["/within"]; !ok {
+		t.Errorf("paths lacks /within: %v", paths)
+	}
+	tile, _ := paths["/tiles/{layer}/{z}/{x}/{y}.pbf"].(map[string]any)
+	if _, ok := tile["get"].(map[string]any); !ok {
+		t.Errorf("the .pbf tile path has no get operation (YAML alias not expanded?): %v", tile)
+	}
+	// Swagger UI lists paths in document order: keep the YAML's.
+	if i, j := strings.Index(w.Body.String(), `"/within"`), strings.Index(w.Body.String(), `"/healthz"`); i < 0 || j < i {
+		t.Errorf("/within should come before /healthz as in the YAML")
+	}
+
+	etag := w.Header().Get("ETag")
+	req := httptest.NewRequest("GET", "/openapi.json", nil)
+	req.Header.Set("If-None-Match", etag)
+	w = httptest.NewRecorder()
+	r.ServeHTTP(w, req)
+	if w.Code != http.StatusNotModified {
+		t.Errorf("GET /openapi.json with If-None-Match = %d, want 304", w.Code)
+	}
+}
+
+func TestPages(t *testing.T) {
+	r := newRouter(t)
+	tests := []struct {
+		path, wantType, wantBody string
+		wantCSP                  bool
+	}{
+		{"/docs", "text/html", "swagger-ui-bundle.js", true},
+		{"/redoc", "text/html", "redoc.standalone.js", true},
+		{"/docs/assets/docs.js", "text/javascript", "SwaggerUIBundle", false},
+		{"/docs/assets/swagger-ui/swagger-ui-bundle.js", "text/javascript", "SwaggerUIBundle", false},
+		{"/docs/assets/swagger-ui/swagger-ui.css", "text/css", ".swagger-ui", false},
+		{"/docs/assets/redoc/redoc.standalone.js", "text/javascript", "redoc", false},
+		{"/docs/assets/swagger-ui/LICENSE", "text/plain", "Apache License", false},
+		{"/docs/assets/redoc/LICENSE", "text/plain", "MIT License", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, httptest.NewRequest("GET", tt.path, nil))
+			if w.Code != 200 {
+				t.Fatalf("GET %s = %d, want 200", tt.path, w.Code)
+			}
+			if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, tt.wantType) {
+				t.Errorf("Content-Type = %q, want %s", ct, tt.wantType)
+			}
+			if !strings.Contains(w.Body.String(), tt.wantBody) {
+				t.Errorf("body lacks %q", tt.wantBody)
+			}
+			csp := w.Header().Get("Content-Security-Policy")
+			if tt.wantCSP && csp != openapi.PageContentSecurityPolicy {
+				t.Errorf("Content-Security-Policy = %q, want the page policy", csp)
+			}
+			if !tt.wantCSP && csp != httpx.APIContentSecurityPolicy {
+				t.Errorf("Content-Security-Policy = %q, want the API policy", csp)
+			}
+		})
+	}
+}
+
+func TestAssetsGzipAndMissing(t *testing.T) {
+	r := newRouter(t)
+	req := httptest.NewRequest("GET", "/docs/assets/swagger-ui/swagger-ui-bundle.js", nil)
+	req.Header.Set("Accept-Encoding", "br, gzip;q=0.8")
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, req)
+	if w.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding = %q, want gzip", w.Header().Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(w.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil || !strings.Contains(string(b), "SwaggerUIBundle") {
+		t.Errorf("gzip body does not decompress to the bundle: %v", err)
+	}
+
+	for _, path := range []string{"/docs/assets/nope.js", "/docs/assets/../openapi.yaml", "/docs/assets/docs.html", "/docs/assets/"} {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 404 || !strings.Contains(w.Body.String(), `"detail"`) {
+			t.Errorf("GET %s = %d %s, want 404 with detail", path, w.Code, w.Body)
+		}
+	}
+}
