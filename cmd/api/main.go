@@ -26,6 +26,8 @@ commands:
   serve     run the HTTP service (the default)
   migrate   apply database migrations and exit
   import    load a GeoJSON, newline-delimited GeoJSON or cities JSON file into a layer
+  keys      create, list or revoke API keys (api keys create|list|revoke)
+  token     mint an HS256 development token (api token --sub ID --scopes ... --ttl 1h)
 
 Run 'api COMMAND -h' for a command's flags. Settings come from the
 environment; see the README's settings table.
@@ -45,6 +47,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, args, getenv, stdout, stderr)
 	case "import":
 		return importCmd(ctx, args, getenv, stdout, stderr)
+	case "keys":
+		return keysCmd(ctx, args, getenv, stdout, stderr)
+	case "token":
+		return tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

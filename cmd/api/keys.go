@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/pg"
+)
+
+const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
+       api keys list
+       api keys revoke ID
+
+Scopes: proximity:read, geofences:read, geofences:write, tiles:read, or all.
+Run 'api keys create -h' for the flags of create.
+`
+
+// keysCmd manages API keys: create prints the secret once, list never
+// shows secrets, revoke takes effect in running services within
+// API_KEY_CACHE_TTL.
+func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, keysUsage)
+		return errors.New("keys: a subcommand is required")
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "create":
+		return keysCreate(ctx, args, getenv, stdout, stderr)
+	case "list":
+		return keysList(ctx, args, getenv, stdout, stderr)
+	case "revoke":
+		return keysRevoke(ctx, args, getenv, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, keysUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, keysUsage)
+	return fmt.Errorf("keys: unknown subcommand %q", sub)
+}
+
+func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "", "public key id: letters, digits, '_', '.', '-' (required)")
+	scopes := fs.String("scopes", "", "comma-separated scopes, or all (required)")
+	tier := fs.String("tier", "", "rate tier")
+	expires := fs.Duration("expires", 0, "lifetime, such as 720h (default: never expires)")
+	bbox := fs.String("bbox", "", "spatial scope minLng,minLat,maxLng,maxLat")
+	scopeFile := fs.String("scope-geojson", "", "spatial scope: file holding a GeoJSON Polygon or MultiPolygon")
+	notes := fs.String("notes", "", "free text shown by list")
+	secret := fs.String("secret", "", "use this secret instead of a random one (development only)")
+	replace := fs.Bool("replace", false, "update the key if it exists (new secret, scopes, tier, scope, expiry; un-revokes it)")
+	ifMissing := fs.Bool("if-missing", false, "do nothing if a key with this id exists")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" || *scopes == "" {
+		return errors.New("keys create: --name and --scopes are required")
+	}
+	k := auth.Key{ID: *name, Tier: *tier, Notes: *notes}
+	var err error
+	if k.Scopes, err = parseScopes(*scopes); err != nil {
+		return err
+	}
+	if k.Spatial, err = spatialFlags(*bbox, *scopeFile); err != nil {
+		return err
+	}
+	if *expires < 0 {
+		return errors.New("keys create: --expires must be positive")
+	}
+	if *expires > 0 {
+		t := time.Now().Add(*expires).UTC()
+		k.ExpiresAt = &t
+	}
+	if *secret != "" {
+		fmt.Fprintln(stderr, "warning: --secret chooses a guessable secret; use it for development only")
+	}
+	return withStore(ctx, getenv, func(s *auth.Store) error {
+		got, err := s.Create(ctx, auth.CreateOptions{Key: k, Secret: *secret, Replace: *replace})
+		if *ifMissing && errors.Is(err, auth.ErrKeyExists) {
+			fmt.Fprintf(stdout, "key %s already exists; left as it is\n", k.ID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "created key %s with scopes %s; the secret is shown only now:\n", k.ID, strings.Join(k.Scopes, ","))
+		fmt.Fprintln(stdout, got)
+		return nil
+	})
+}
+
+func keysList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return withStore(ctx, getenv, func(s *auth.Store) error {
+		keys, err := s.List(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tSTATUS\tSCOPES\tTIER\tSPATIAL\tCREATED\tEXPIRES\tNOTES")
+		now := time.Now()
+		for _, k := range keys {
+			status := "active"
+			if k.Usable(now) != nil {
+				status = "expired"
+				if k.RevokedAt != nil {
+					status = "revoked"
+				}
+			}
+			exp := "never"
+			if k.ExpiresAt != nil {
+				exp = k.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, status, strings.Join(k.Scopes, ","), dash(k.Tier),
+				k.Spatial.String(), k.CreatedAt.UTC().Format(time.RFC3339), exp, strconv.Quote(k.Notes))
+		}
+		return w.Flush()
+	})
+}
+
+func keysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("keys revoke: exactly one key id is required")
+	}
+	id := fs.Arg(0)
+	return withStore(ctx, getenv, func(s *auth.Store) error {
+		if err := s.Revoke(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked key %s (running services stop accepting it within API_KEY_CACHE_TTL)\n", id)
+		return nil
+	})
+}
+
+// withStore opens the database named by DATABASE_URL for one command.
+func withStore(ctx context.Context, getenv func(string) string, f func(*auth.Store) error) error {
+	url := getenv("DATABASE_URL")
+	if url == "" {
+		return errors.New("DATABASE_URL is required")
+	}
+	cfg, _ := config.Load(getenv) // only the timeouts matter here
+	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
+	defer cancel()
+	pool, err := pg.Open(sctx, url, pg.Options{MaxConns: 2, AppName: "geogate-keys"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return cliError(f(auth.NewStore(pool)))
+}
+
+// cliError turns store errors into messages for a terminal.
+func cliError(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe) && pe.Code == "42P01":
+		return errors.New("the api_keys table is missing: run 'api migrate' first")
+	case apperr.KindOf(err) != apperr.Internal:
+		return errors.New(apperr.MessageOf(err))
+	}
+	return err
+}
+
+func parseScopes(s string) ([]string, error) {
+	if s == "all" {
+		return slices.Clone(auth.AllScopes), nil
+	}
+	var out []string
+	for _, sc := range strings.Split(s, ",") {
+		sc = strings.TrimSpace(sc)
+		if sc == "" {
+			continue
+		}
+		if !slices.Contains(auth.AllScopes, sc) {
+			return nil, fmt.Errorf("unknown scope %q (known: %s, or all)", sc, strings.Join(auth.AllScopes, ", "))
+		}
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("at least one scope is required")
+	}
+	return out, nil
+}
+
+// spatialFlags reads --bbox or --scope-geojson; neither is the whole world.
+func spatialFlags(bbox, file string) (*auth.SpatialScope, error) {
+	switch {
+	case bbox != "" && file != "":
+		return nil, errors.New("use --bbox or --scope-geojson, not both")
+	case bbox != "":
+		parts := strings.Split(bbox, ",")
+		if len(parts) != 4 {
+			return nil, errors.New("--bbox must be minLng,minLat,maxLng,maxLat")
+		}
+		var v [4]float64
+		for i, p := range parts {
+			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("--bbox: %q is not a number", p)
+			}
+			v[i] = f
+		}
+		return auth.NewBBoxScope(v[0], v[1], v[2], v[3])
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		s, err := auth.ParseSpatialScope(data)
+		if err == nil && s == nil {
+			err = errors.New("--scope-geojson: the file holds no geometry")
+		}
+		return s, err
+	}
+	return nil, nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
