@@ -235,12 +235,16 @@ func Require(scope string) gin.HandlerFunc {
 	}
 }
 
+// tokenErrors are the refusals of a bearer token (RFC 6750 invalid_token).
+var tokenErrors = []error{errInvalidToken, errExpiredToken, errEarlyToken, errTokenIssuer, errTokenAudience, errTokenClaims, errTokenGeoScope}
+
 func abortAuth(c *gin.Context, err error) {
 	if apperr.KindOf(err) == apperr.Unauthenticated {
 		v := Challenge
-		if errors.Is(err, errInvalidToken) || errors.Is(err, errExpiredToken) || errors.Is(err, errEarlyToken) ||
-			errors.Is(err, errTokenIssuer) || errors.Is(err, errTokenAudience) || errors.Is(err, errTokenClaims) {
-			v = `Bearer realm="geogate", error="invalid_token", ApiKey realm="geogate", header="x-api-key"`
+		for _, te := range tokenErrors {
+			if errors.Is(err, te) {
+				v = `Bearer realm="geogate", error="invalid_token", ApiKey realm="geogate", header="x-api-key"`
+			}
 		}
 		c.Header("WWW-Authenticate", v)
 	}

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/geogate/geogate/internal/apperr"
 )
 
 // Algorithms geogate can verify.
@@ -133,7 +131,7 @@ func (v *TokenVerifier) Verify(tok string) (Identity, error) {
 	if len(c.GeoScope) > 0 {
 		s, err := ParseSpatialScope(c.GeoScope)
 		if err != nil {
-			return Identity{}, apperr.New(apperr.Unauthenticated, "The bearer token has a malformed geo_scope claim.")
+			return Identity{}, errTokenGeoScope
 		}
 		id.Spatial = s
 	}
@@ -218,7 +216,7 @@ func tokenError(err error) error {
 		return errExpiredToken
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return errEarlyToken
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+	case errors.Is(err, jwt.ErrTokenInvalidAudience), strings.Contains(err.Error(), "aud claim is required"):
 		return errTokenAudience
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
 		return errTokenIssuer
