@@ -1,0 +1,199 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// TestLocalMatchesRedis feeds the same (time, identity, cost) sequence to
+// the Redis scripts and to the in-process store, on the caller clock, and
+// requires identical decisions and window states.
+func TestLocalMatchesRedis(t *testing.T) {
+	rdb := testenv.Redis(t)
+	cases := []struct {
+		alg     Algorithm
+		windows string
+	}{
+		{Log, "5/1s"},
+		{Log, "5/1s,12/5s"},
+		{Log, "3/2s,30/1m"},
+		{Counter, "5/1s"},
+		{Counter, "5/1s,12/5s"},
+		{Counter, "40/3s,100/1m"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.alg)+"/"+tc.windows, func(t *testing.T) {
+			ws, err := ParseWindows(tc.windows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, ls := newRedisStore(rdb), newLocalStore()
+			prefix := testenv.Prefix(t)
+			rng := rand.New(rand.NewPCG(1, uint64(len(tc.windows))))
+			now := int64(1_780_000_000_000_000) + rng.Int64N(1_000_000)
+			var admitted, rejected int
+			for i := range 600 {
+				now += rng.Int64N(250_000)
+				key := fmt.Sprintf("%s:%s:%d", tc.alg, prefix, rng.IntN(3))
+				cost := 1 + rng.IntN(3)
+				if rng.IntN(20) == 0 {
+					cost = 20
+				}
+				want, err := rs.decide(context.Background(), tc.alg, key, now, cost, ws, fmt.Sprintf("m%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := ls.decide(context.Background(), tc.alg, key, now, cost, ws, "")
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d (t=%d key=%s cost=%d): local = %+v, redis = %+v", i, now, key, cost, got, want)
+				}
+				if want.admitted {
+					admitted++
+				} else {
+					rejected++
+				}
+			}
+			if admitted < 50 || rejected < 50 {
+				t.Errorf("admitted %d, rejected %d: the sequence should exercise both", admitted, rejected)
+			}
+		})
+	}
+}
+
+// TestNoBurstAcrossWindowBoundary fires the whole limit at the end of one
+// second and again at the start of the next, then random traffic, and
+// checks that no interval of the window's length ever holds more
+// admissions than the limit.
+func TestNoBurstAcrossWindowBoundary(t *testing.T) {
+	rdb := testenv.Redis(t)
+	l := newLimiter(t, rdb, Log, "10/1s")
+	id := testenv.Prefix(t)
+	base := time.UnixMicro(1_780_000_000_000_000)
+	var admitted []time.Time
+	check := func(at time.Time) bool {
+		d, err := l.Check(context.Background(), Request{Policy: "p", Identity: id, Cost: 1, At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted = append(admitted, at)
+		}
+		return d.Allowed
+	}
+	for i := range 10 {
+		if !check(base.Add(990*time.Millisecond + time.Duration(i)*time.Millisecond)) {
+			t.Fatalf("request %d at the end of the first window rejected", i)
+		}
+	}
+	for i := range 10 {
+		if check(base.Add(time.Second + time.Duration(i)*time.Millisecond)) {
+			t.Fatalf("request %d at the start of the next window admitted: 20 within 20ms", i)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	at := base.Add(1010 * time.Millisecond)
+	for range 2000 {
+		at = at.Add(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+		check(at)
+	}
+	for i, a := range admitted {
+		n := 0
+		for _, b := range admitted[:i+1] {
+			if a.Sub(b) < time.Second {
+				n++
+			}
+		}
+		if n > 10 {
+			t.Fatalf("%d admissions within the second ending %v, want at most 10", n, a.Sub(base))
+		}
+	}
+	if len(admitted) < 100 {
+		t.Errorf("only %d admitted over ~40s of traffic at 50/s, want the limit used", len(admitted))
+	}
+}
+
+// TestRetryAfterIsExact: a request rejected with RetryAfter r succeeds when
+// repeated r later, and fails 100ms (and 1µs) earlier.
+func TestRetryAfterIsExact(t *testing.T) {
+	rdb := testenv.Redis(t)
+	for _, tc := range []struct {
+		alg     Algorithm
+		windows string
+		cost    int
+	}{
+		{Log, "10/1s", 1},
+		{Log, "10/1s,15/10s", 3},
+		{Counter, "10/1s", 1},
+		{Counter, "10/2s,30/1m", 4},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/cost%d", tc.alg, tc.windows, tc.cost), func(t *testing.T) {
+			l := newLimiter(t, rdb, tc.alg, tc.windows)
+			id := testenv.Prefix(t)
+			at := time.UnixMicro(1_780_000_000_123_456)
+			check := func(at time.Time) Decision {
+				d, err := l.Check(context.Background(), Request{Policy: "p", Identity: id, Cost: tc.cost, At: at})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			rng := rand.New(rand.NewPCG(3, 3))
+			for round := range 5 {
+				var d Decision
+				for d = check(at); d.Allowed; d = check(at) {
+					at = at.Add(time.Duration(rng.Int64N(int64(150 * time.Millisecond))))
+				}
+				if d.RetryAfter <= 0 {
+					t.Fatalf("round %d: rejected with RetryAfter %v", round, d.RetryAfter)
+				}
+				for _, early := range []time.Duration{100 * time.Millisecond, time.Microsecond} {
+					if d.RetryAfter > early {
+						if e := check(at.Add(d.RetryAfter - early)); e.Allowed {
+							t.Fatalf("round %d: admitted %v before RetryAfter %v", round, early, d.RetryAfter)
+						}
+					}
+				}
+				at = at.Add(d.RetryAfter)
+				if e := check(at); !e.Allowed {
+					t.Fatalf("round %d: rejected at RetryAfter %v: %+v", round, d.RetryAfter, e)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryAfterRealClock checks the whole-second Retry-After against the
+// Redis clock: waiting it out succeeds, 100ms short of the exact time fails.
+func TestRetryAfterRealClock(t *testing.T) {
+	rdb := testenv.Redis(t)
+	l := newLimiter(t, rdb, Log, "10/1s")
+	id := testenv.Prefix(t)
+	ctx := context.Background()
+	for range 10 {
+		if d, _ := l.Allow(ctx, "p", id, 1); !d.Allowed {
+			t.Fatal("rejected below the limit")
+		}
+	}
+	d, err := l.Allow(ctx, "p", id, 1)
+	start := time.Now()
+	if err != nil || d.Allowed {
+		t.Fatalf("11th = %+v, %v; want rejected", d, err)
+	}
+	if s := d.RetryAfterSeconds(); s != 1 {
+		t.Errorf("Retry-After = %d, want 1", s)
+	}
+	time.Sleep(d.RetryAfter - 100*time.Millisecond - time.Since(start))
+	if e, _ := l.Allow(ctx, "p", id, 1); e.Allowed {
+		t.Fatalf("admitted 100ms before RetryAfter %v", d.RetryAfter)
+	}
+	time.Sleep(time.Until(start.Add(time.Duration(d.RetryAfterSeconds()) * time.Second)))
+	if e, _ := l.Allow(ctx, "p", id, 1); !e.Allowed {
+		t.Fatalf("rejected after Retry-After: %+v", e)
+	}
+}

@@ -1,0 +1,181 @@
+package ratelimit
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+func newRouter(l *Limiter, policy string, cost func(*gin.Context) int, h gin.HandlerFunc) *gin.Engine {
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	if h == nil {
+		h = func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) }
+	}
+	r.GET("/x", l.Middleware(policy, nil, cost), h)
+	return r
+}
+
+func get(r http.Handler, key, query string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, "/x"+query, nil)
+	req.Header.Set("x-api-key", key)
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, req)
+	return w
+}
+
+func TestHeadersAndProblemBody(t *testing.T) {
+	l := newLimiter(t, testenv.Redis(t), Log, "3/1s,5/1m")
+	r := newRouter(l, "p", nil, nil)
+	key := testenv.Prefix(t)
+	type hdrs struct{ Policy, Current, Limit, Remaining, Reset, RetryAfter string }
+	wants := []struct {
+		status int
+		h      hdrs
+	}{
+		{200, hdrs{`"p";q=3;w=1, "p-1m";q=5;w=60`, `"p";r=2;t=1, "p-1m";r=4;t=60`, "3", "2", "1", ""}},
+		{200, hdrs{`"p";q=3;w=1, "p-1m";q=5;w=60`, `"p";r=1;t=1, "p-1m";r=3;t=60`, "3", "1", "1", ""}},
+		{200, hdrs{`"p";q=3;w=1, "p-1m";q=5;w=60`, `"p";r=0;t=1, "p-1m";r=2;t=60`, "3", "0", "1", ""}},
+		{429, hdrs{`"p";q=3;w=1, "p-1m";q=5;w=60`, `"p";r=0;t=1, "p-1m";r=2;t=60`, "3", "0", "1", "1"}},
+	}
+	for i, want := range wants {
+		w := get(r, key, "")
+		h := w.Header()
+		got := hdrs{h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), h.Get("Retry-After")}
+		if w.Code != want.status {
+			t.Fatalf("request %d: status = %d, want %d", i, w.Code, want.status)
+		}
+		if diff := cmp.Diff(want.h, got); diff != "" {
+			t.Errorf("request %d headers (-want +got):\n%s", i, diff)
+		}
+		if w.Code == 429 {
+			if ct := h.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("429 Content-Type = %q", ct)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{
+				"type": "https://iana.org/assignments/http-problem-types#quota-exceeded", "title": "Too Many Requests",
+				"status": 429.0, "detail": "Rate limit exceeded.", "violated-policies": []any{"p"},
+			}
+			if diff := cmp.Diff(want, body); diff != "" {
+				t.Errorf("429 body (-want +got):\n%s", diff)
+			}
+		}
+	}
+}
+
+func TestImpossibleCostIsRefusedWithoutRetryAfter(t *testing.T) {
+	l := newLimiter(t, testenv.Redis(t), Log, "10/1s")
+	r := newRouter(l, "p", RadiusCostFrom("radius"), nil)
+	key := testenv.Prefix(t)
+	// Just over 64 km costs 8: admitted once, then too little room is left.
+	if w := get(r, key, "?radius=64001"); w.Code != 200 || w.Header().Get("RateLimit-Remaining") != "2" {
+		t.Fatalf("radius 64km: %d remaining %s, want 200 with 2 left", w.Code, w.Header().Get("RateLimit-Remaining"))
+	}
+	if w := get(r, key, "?radius=64001"); w.Code != 429 || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("second radius 64km: %d Retry-After %q, want 429 with Retry-After 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	l2 := newLimiter(t, testenv.Redis(t), Log, "5/1s")
+	r2 := newRouter(l2, "p", RadiusCostFrom("radius"), nil)
+	w := get(r2, key, "?radius=1000000")
+	if w.Code != 429 || w.Header().Get("Retry-After") != "" {
+		t.Fatalf("cost 8 under 5/1s: %d Retry-After %q, want 429 without Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	var p Problem
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	if want := `Rate limit exceeded: this request costs 8 units but policy "p" allows at most 5 per 1s, so it can never be admitted; make it cheaper.`; p.Detail != want {
+		t.Errorf("detail = %q, want %q", p.Detail, want)
+	}
+}
+
+func TestConcurrencyCap(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{1000, time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 3, Lease: 5 * time.Second}}
+	l, err := New(rdb, ps, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var inside sync.WaitGroup
+	r := newRouter(l, "c", nil, func(c *gin.Context) {
+		inside.Done()
+		<-hold
+		c.Status(http.StatusNoContent)
+	})
+	key := testenv.Prefix(t)
+	codes := make(chan int, 10)
+	inside.Add(3)
+	for range 3 {
+		go func() { codes <- get(r, key, "").Code }()
+	}
+	inside.Wait()
+	for i := range 4 {
+		if w := get(r, key, ""); w.Code != 429 {
+			t.Fatalf("request %d with 3 in flight: %d, want 429", i, w.Code)
+		}
+	}
+	close(hold)
+	for range 3 {
+		if c := <-codes; c != http.StatusNoContent {
+			t.Errorf("held request: %d", c)
+		}
+	}
+	// Released: there is room again.
+	inside.Add(1)
+	if w := get(r, key, ""); w.Code != http.StatusNoContent {
+		t.Fatalf("after release: %d, want 204", w.Code)
+	}
+}
+
+func TestConcurrencyLeaseExpires(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{1000, time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: time.Second}}
+	l, err := New(rdb, ps, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := testenv.Prefix(t)
+	ctx := t.Context()
+	// Acquired and never released, as by a replica that died.
+	if _, ok, err := l.Acquire(ctx, "c", id); !ok || err != nil {
+		t.Fatalf("first Acquire = %v, %v", ok, err)
+	}
+	if _, ok, _ := l.Acquire(ctx, "c", id); ok {
+		t.Fatal("second Acquire succeeded with the only slot taken")
+	}
+	if ttl := rdb.PTTL(ctx, flightKey("c", id)).Val(); ttl <= 0 || ttl > time.Second {
+		t.Errorf("in-flight key PTTL = %v, want in (0, 1s]", ttl)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	rel, ok, err := l.Acquire(ctx, "c", id)
+	if !ok || err != nil {
+		t.Fatalf("Acquire after the lease ended = %v, %v", ok, err)
+	}
+	rel()
+	if n := rdb.ZCard(ctx, flightKey("c", id)).Val(); n != 0 {
+		t.Errorf("after release: %d tokens, want 0", n)
+	}
+}
+
+func TestRadiusCost(t *testing.T) {
+	for _, tc := range []struct {
+		m    float64
+		want int
+	}{{-5, 1}, {0, 1}, {500, 1}, {1000, 1}, {1001, 2}, {2000, 2}, {2001, 3}, {4000, 3}, {8000, 4}, {16000, 5}, {50000, 7}, {64000, 7}, {64001, 8}, {1e9, 8}} {
+		if got := RadiusCost(tc.m); got != tc.want {
+			t.Errorf("RadiusCost(%v) = %d, want %d", tc.m, got, tc.want)
+		}
+	}
+}
