@@ -145,16 +145,19 @@ func parsePeriod(s string) (time.Duration, error) {
 	case "s", "m", "h", "d":
 		s = "1" + s
 	}
+	bad := fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d", s)
+	var d time.Duration
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		k, err := strconv.Atoi(n)
-		if err != nil || k < 1 {
-			return 0, fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d", s)
+		if err != nil || k < 1 || k > 1000 {
+			return 0, bad
 		}
-		return time.Duration(k) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d", s)
+		d = time.Duration(k) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+			return 0, bad
+		}
 	}
 	if d%time.Second != 0 {
 		return 0, fmt.Errorf("period %q: must be a whole number of seconds", s)

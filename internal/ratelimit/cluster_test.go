@@ -1,0 +1,142 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// concurrentAdmissions fires n concurrent checks by one identity and
+// returns how many were admitted.
+func concurrentAdmissions(t *testing.T, l *Limiter, id string, n int) int {
+	t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			d, err := l.Allow(context.Background(), "p", id, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(admitted.Load())
+}
+
+// TestClusterExactness runs the exactness checks against a real
+// three-master Redis Cluster.
+func TestClusterExactness(t *testing.T) {
+	rdb := testenv.RedisCluster(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		alg     Algorithm
+		windows string
+	}{{Log, "10/1m"}, {Log, "10/1m,20/1h"}, {Counter, "10/1m"}} {
+		t.Run(string(tc.alg)+"/"+tc.windows, func(t *testing.T) {
+			l := newLimiter(t, rdb, tc.alg, tc.windows)
+			prefix := testenv.Prefix(t)
+			for trial := range 12 {
+				id := fmt.Sprintf("%s-%d", prefix, trial)
+				if n := concurrentAdmissions(t, l, id, 50); n != 10 {
+					t.Fatalf("trial %d: admitted %d of 50 concurrent, want exactly 10", trial, n)
+				}
+			}
+		})
+	}
+	t.Run("seed key and SCRIPT FLUSH", func(t *testing.T) {
+		l := newLimiter(t, rdb, Log, "1/1s")
+		id := "key:" + testenv.Prefix(t)
+		for i := range 12 {
+			if i == 5 {
+				err := rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+					return c.ScriptFlush(ctx).Err()
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := l.Allow(ctx, "geofence", id, 1)
+			if err != nil || d.Allowed != (i < 10) {
+				t.Fatalf("request %d = %+v, %v", i, d, err)
+			}
+		}
+		if n := rdb.ZCard(ctx, "rl:geofence:"+id).Val(); n != 10 {
+			t.Errorf("ZCARD = %d, want 10", n)
+		}
+		if ttl := rdb.PTTL(ctx, "rl:geofence:"+id).Val(); ttl <= 0 || ttl > time.Second {
+			t.Errorf("PTTL = %v, want in (0, 1s]", ttl)
+		}
+	})
+}
+
+// TestProcessesShareOneLimit runs three separate OS processes (this test
+// binary re-executed), each firing 40 concurrent checks for the same
+// identity at the same moment; between them they admit exactly the limit.
+func TestProcessesShareOneLimit(t *testing.T) {
+	if os.Getenv("GEOGATE_RL_WORKER") != "" {
+		t.Skip("worker")
+	}
+	url := testenv.Getenv(t, "TEST_REDIS_URL")
+	for trial := range 2 {
+		id := testenv.Prefix(t)
+		start := time.Now().Add(700 * time.Millisecond).UnixMilli()
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		for range 3 {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "GEOGATE_RL_WORKER="+id, "GEOGATE_RL_START="+strconv.FormatInt(start, 10), "TEST_REDIS_URL="+url)
+			out := &strings.Builder{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		total := 0
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("worker %d: %v\n%s", i, err, outs[i])
+			}
+			_, after, ok := strings.Cut(outs[i].String(), "admitted=")
+			n, err := strconv.Atoi(strings.Fields(after + " ")[0])
+			if !ok || err != nil {
+				t.Fatalf("worker %d printed no count:\n%s", i, outs[i])
+			}
+			total += n
+		}
+		if total != 25 {
+			t.Fatalf("trial %d: three processes admitted %d in total, want exactly 25", trial, total)
+		}
+	}
+}
+
+// TestWorkerProcess is the body of one process of
+// TestProcessesShareOneLimit; on its own it does nothing.
+func TestWorkerProcess(t *testing.T) {
+	id := os.Getenv("GEOGATE_RL_WORKER")
+	if id == "" {
+		return
+	}
+	start, _ := strconv.ParseInt(os.Getenv("GEOGATE_RL_START"), 10, 64)
+	l := newLimiter(t, testenv.Redis(t), Log, "25/1m")
+	// Warm the connection pool so the burst is really concurrent.
+	_ = l.redis.c.Ping(context.Background()).Err()
+	time.Sleep(time.Until(time.UnixMilli(start)))
+	fmt.Printf("admitted=%d\n", concurrentAdmissions(t, l, id, 40))
+}
