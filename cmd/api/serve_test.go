@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -50,12 +51,14 @@ func envMap(m map[string]string) func(string) string {
 }
 
 // startService runs the whole program against a fresh database and the
-// test Redis, waits for /healthz and returns its base URL. The service is
+// test Redis, waits for /healthz and returns its base URL. The URL is a
+// proxy that checks every exchange against the OpenAPI document: a
+// response the document does not describe fails the test. The service is
 // stopped, and its clean exit checked, when the test ends.
 func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
 	t.Helper()
 	base, logs, _ := startServiceWithStop(t, extra)
-	return base, logs
+	return contract.Proxy(t, base), logs
 }
 
 // startServiceWithStop is startService that also returns a func that

@@ -9,7 +9,9 @@
 package openapi
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -27,7 +29,11 @@ var document = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi.yaml: %w", err)
 	}
-	return b, nil
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	return out.Bytes(), nil
 })
 
 // YAML returns the document as written.
