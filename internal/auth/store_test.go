@@ -1,0 +1,278 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+func mustCreate(t *testing.T, s *Store, o CreateOptions) string {
+	t.Helper()
+	secret, err := s.Create(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Create(%s) = %v", o.ID, err)
+	}
+	return secret
+}
+
+func TestStore(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(testenv.DB(t))
+	scope, _ := ParseSpatialScope([]byte(`{"type":"Polygon","coordinates":[[[13,52],[14,52],[14,53],[13,53],[13,52]]]}`))
+	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+
+	gen := mustCreate(t, s, CreateOptions{Key: Key{ID: "gen", Scopes: []string{ScopeTilesRead}, Tier: "gold", Spatial: scope, ExpiresAt: &exp, Notes: "n"}})
+	if !strings.HasPrefix(gen, "gg_gen_") || len(gen) != len("gg_gen_")+43 {
+		t.Errorf("generated secret = %q, want gg_gen_ and 43 characters", gen)
+	}
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "demo", Scopes: AllScopes}, Secret: "demo"})
+
+	t.Run("ByHash", func(t *testing.T) {
+		k, err := s.ByHash(ctx, HashSecret(gen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.ID != "gen" || k.Tier != "gold" || k.Notes != "n" || k.Spatial.Hash() != scope.Hash() || k.ExpiresAt == nil || !k.ExpiresAt.Equal(exp) || k.RevokedAt != nil {
+			t.Errorf("ByHash(gen) = %+v, want the key as created", k)
+		}
+		if _, err := s.ByHash(ctx, HashSecret("nope")); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("ByHash(unknown) = %v, want ErrKeyNotFound", err)
+		}
+	})
+	t.Run("ErrKeyExists", func(t *testing.T) {
+		_, err := s.Create(ctx, CreateOptions{Key: Key{ID: "demo", Scopes: AllScopes}})
+		if !errors.Is(err, ErrKeyExists) {
+			t.Errorf("Create(existing id) = %v, want ErrKeyExists", err)
+		}
+	})
+	t.Run("ErrSecretInUse", func(t *testing.T) {
+		_, err := s.Create(ctx, CreateOptions{Key: Key{ID: "other", Scopes: AllScopes}, Secret: "demo"})
+		if !errors.Is(err, ErrSecretInUse) {
+			t.Errorf("Create(same secret) = %v, want ErrSecretInUse", err)
+		}
+	})
+	t.Run("ErrBadID", func(t *testing.T) {
+		for _, id := range []string{"", "-x", "a b", strings.Repeat("a", 65), "ü"} {
+			if _, err := s.Create(ctx, CreateOptions{Key: Key{ID: id}}); apperr.KindOf(err) != apperr.Invalid {
+				t.Errorf("Create(id %q) = %v, want Invalid", id, err)
+			}
+		}
+	})
+	t.Run("RevokeAndReplace", func(t *testing.T) {
+		if err := s.Revoke(ctx, "demo"); err != nil {
+			t.Fatal(err)
+		}
+		k, _ := s.ByHash(ctx, HashSecret("demo"))
+		if k.Usable(time.Now()) == nil {
+			t.Errorf("revoked key is usable")
+		}
+		if err := s.Revoke(ctx, "missing"); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Revoke(missing) = %v, want ErrKeyNotFound", err)
+		}
+		mustCreate(t, s, CreateOptions{Key: Key{ID: "demo", Scopes: []string{ScopeTilesRead}}, Secret: "demo2", Replace: true})
+		if _, err := s.ByHash(ctx, HashSecret("demo")); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("old secret after replace: %v, want ErrKeyNotFound", err)
+		}
+		k, err := s.ByHash(ctx, HashSecret("demo2"))
+		if err != nil || k.RevokedAt != nil || len(k.Scopes) != 1 {
+			t.Errorf("after replace = %+v, %v; want active with one scope", k, err)
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		keys, err := s.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, k := range keys {
+			ids = append(ids, k.ID)
+		}
+		if got, want := strings.Join(ids, ","), "demo,gen"; got != want {
+			t.Errorf("List ids = %s, want %s", got, want)
+		}
+	})
+}
+
+// countingStore counts lookups that reach the database.
+type countingStore struct {
+	*Store
+	n atomic.Int32
+}
+
+func (c *countingStore) ByHash(ctx context.Context, h [32]byte) (Key, error) {
+	c.n.Add(1)
+	return c.Store.ByHash(ctx, h)
+}
+
+func TestAPIKeys(t *testing.T) {
+	s := NewStore(testenv.DB(t))
+	past := time.Now().Add(-time.Minute)
+	berlin, _ := NewBBoxScope(13, 52, 14, 53)
+	paris, _ := NewBBoxScope(2, 48, 3, 49)
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "demo", Scopes: AllScopes, Tier: "gold"}, Secret: "demo"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "tiles", Scopes: []string{ScopeTilesRead}}, Secret: "tiles-secret"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "old", Scopes: AllScopes, ExpiresAt: &past}, Secret: "old-secret"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "gone", Scopes: AllScopes}, Secret: "gone-secret"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "berlin", Scopes: AllScopes, Spatial: berlin}, Secret: "berlin-secret"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "paris", Scopes: AllScopes, Spatial: paris}, Secret: "paris-secret"})
+	if err := s.Revoke(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	h := testRouter(NewAuthenticator(Options{Keys: NewKeyCache(s, time.Second, 100)}))
+
+	for _, tc := range []struct{ name, secret, wantKey string }{
+		{"Demo", "demo", "key:demo"},
+		{"InsideSpatialScope", "berlin-secret", "key:berlin"},
+	} {
+		t.Run("OK/"+tc.name, func(t *testing.T) {
+			res := do(t, h, "GET", "/within", map[string]string{"x-api-key": tc.secret}, "")
+			if res.status != 200 || !strings.Contains(res.body, `"limit_key":"`+tc.wantKey+`"`) {
+				t.Fatalf("GET /within = %d %s, want 200 with %s", res.status, res.body, tc.wantKey)
+			}
+			if strings.Contains(res.body, tc.secret+`"`) && tc.secret != tc.wantKey[4:] {
+				t.Errorf("body leaks the secret: %s", res.body)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, method, path string
+		header             map[string]string
+		wantStatus         int
+		wantDetail         string
+	}{
+		{"Missing", "POST", "/geofences", nil, 401, "Authentication required"},
+		{"Unknown", "GET", "/within", map[string]string{"x-api-key": "not-a-key"}, 401, "not valid"},
+		{"Revoked", "GET", "/within", map[string]string{"x-api-key": "gone-secret"}, 401, "not valid"},
+		{"Expired", "GET", "/within", map[string]string{"x-api-key": "old-secret"}, 401, "expired"},
+		{"Malformed/Space", "GET", "/within", map[string]string{"x-api-key": "a b"}, 401, "malformed"},
+		{"Malformed/Empty", "GET", "/within", map[string]string{"x-api-key": ""}, 401, "malformed"},
+		{"Malformed/Long", "GET", "/within", map[string]string{"x-api-key": strings.Repeat("k", 300)}, 401, "malformed"},
+		{"MissingScope", "GET", "/within", map[string]string{"x-api-key": "tiles-secret"}, 403, "proximity:read"},
+		{"MissingWriteScope", "POST", "/geofences", map[string]string{"x-api-key": "tiles-secret"}, 403, "geofences:write"},
+		{"OutsideSpatialScope", "GET", "/within", map[string]string{"x-api-key": "paris-secret"}, 403, "leaves your spatial scope"},
+		{"BothCredentials", "GET", "/within", map[string]string{"x-api-key": "demo", "Authorization": "Bearer a.b.c"}, 401, "not both"},
+	} {
+		t.Run("Reject/"+tc.name, func(t *testing.T) {
+			res := do(t, h, tc.method, tc.path, tc.header, "")
+			var secrets []string
+			for _, v := range tc.header {
+				if len(v) > 4 {
+					secrets = append(secrets, v)
+				}
+			}
+			checkRejection(t, res, tc.wantStatus, tc.wantDetail, secrets...)
+		})
+	}
+	t.Run("Reject/TwoKeyHeaders", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", "/within", nil)
+		req.Header.Add("x-api-key", "demo")
+		req.Header.Add("x-api-key", "tiles-secret")
+		_, err := NewAuthenticator(Options{Keys: NewKeyCache(s, time.Second, 10)}).Authenticate(context.Background(), req)
+		if apperr.KindOf(err) != apperr.Unauthenticated {
+			t.Errorf("Authenticate(two x-api-key headers) = %v, want Unauthenticated", err)
+		}
+	})
+}
+
+// TestRevokeTakesEffectWithinTTL: a revoked key keeps working at most for
+// the cache TTL; a key created after its secret was tried works after the
+// TTL too; lookups are cached both ways.
+func TestRevokeTakesEffectWithinTTL(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 400 * time.Millisecond
+	cs := &countingStore{Store: NewStore(testenv.DB(t))}
+	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
+	cache := NewKeyCache(cs, ttl, 100)
+
+	for i := 0; i < 50; i++ {
+		if _, err := cache.Verify(ctx, "k-secret"); err != nil {
+			t.Fatalf("Verify(k) = %v", err)
+		}
+	}
+	if got := cs.n.Load(); got != 1 {
+		t.Errorf("lookups for 50 verifications = %d, want 1", got)
+	}
+	if err := cs.Revoke(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	for {
+		_, err := cache.Verify(ctx, "k-secret")
+		if err != nil {
+			if apperr.KindOf(err) != apperr.Unauthenticated {
+				t.Fatalf("Verify(revoked) = %v, want Unauthenticated", err)
+			}
+			break
+		}
+		if time.Since(revoked) > ttl+time.Second {
+			t.Fatalf("revoked key still accepted %v after revoke, TTL %v", time.Since(revoked), ttl)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d := time.Since(revoked); d > ttl+200*time.Millisecond {
+		t.Errorf("revoke took effect after %v, want within TTL %v", d, ttl)
+	}
+
+	// Negative answers are cached too, and expire.
+	before := cs.n.Load()
+	for i := 0; i < 50; i++ {
+		_, _ = cache.Verify(ctx, "later-secret")
+	}
+	if got := cs.n.Load() - before; got != 1 {
+		t.Errorf("lookups for 50 unknown verifications = %d, want 1", got)
+	}
+	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "later", Scopes: AllScopes}, Secret: "later-secret"})
+	time.Sleep(ttl + 50*time.Millisecond)
+	if _, err := cache.Verify(ctx, "later-secret"); err != nil {
+		t.Errorf("Verify(created after a miss, after TTL) = %v, want nil", err)
+	}
+}
+
+func TestKeyCacheConcurrentMissesShareOneLookup(t *testing.T) {
+	cs := &countingStore{Store: NewStore(testenv.DB(t))}
+	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
+	cache := NewKeyCache(cs, time.Minute, 100)
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := cache.Verify(context.Background(), "k-secret"); err != nil {
+				t.Errorf("Verify = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := cs.n.Load(); got > 4 {
+		t.Errorf("lookups for 32 concurrent first verifications = %d, want a few at most", got)
+	}
+}
+
+func TestKeyCacheBounded(t *testing.T) {
+	cache := NewKeyCache(NewStore(testenv.DB(t)), time.Minute, 16)
+	for i := 0; i < 100; i++ {
+		_, _ = cache.Verify(context.Background(), fmt.Sprintf("random-%d", i))
+		if n := cache.Len(); n > 16 {
+			t.Fatalf("cache holds %d entries, bound 16", n)
+		}
+	}
+}
+
+func TestKeyStoreDown(t *testing.T) {
+	pool := testenv.DB(t)
+	s := NewStore(pool)
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
+	pool.Close()
+	h := testRouter(NewAuthenticator(Options{Keys: NewKeyCache(s, time.Second, 10)}))
+	res := do(t, h, "GET", "/within", map[string]string{"x-api-key": "k-secret"}, "")
+	checkRejection(t, res, http.StatusServiceUnavailable, "cannot be verified", "k-secret")
+}
