@@ -2,36 +2,42 @@ package ratelimit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // breaker stops calls to a Redis that keeps failing. After threshold
 // consecutive failures it opens for cooldown; then one call at a time may
-// probe, and the first success closes it again.
+// probe, and the first success closes it again. While closed and healthy
+// it costs two atomic loads per call.
 type breaker struct {
-	threshold int
+	threshold int32
 	cooldown  time.Duration
 	now       func() time.Time
 	// onChange is called (outside the lock) when it opens or closes.
 	onChange func(open bool)
 
-	mu       sync.Mutex
-	failures int
-	open     bool
-	until    time.Time // while open, no probe before this
-	probing  bool
+	open     atomic.Bool
+	failures atomic.Int32
+
+	mu      sync.Mutex
+	until   time.Time // while open, no probe before this
+	probing bool
 }
 
 func newBreaker(threshold int, cooldown time.Duration) *breaker {
-	return &breaker{threshold: threshold, cooldown: cooldown, now: time.Now, onChange: func(bool) {}}
+	return &breaker{threshold: int32(threshold), cooldown: cooldown, now: time.Now, onChange: func(bool) {}}
 }
 
 // allow reports whether a call may go to Redis now. A true answer while
 // open makes the caller the probe; it must report the result.
 func (b *breaker) allow() bool {
+	if !b.open.Load() {
+		return true
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.open {
+	if !b.open.Load() {
 		return true
 	}
 	if b.probing || b.now().Before(b.until) {
@@ -43,39 +49,50 @@ func (b *breaker) allow() bool {
 
 // done records the result of a call that allow let through.
 func (b *breaker) done(err error) {
-	b.mu.Lock()
-	changed, open := false, b.open
 	if err == nil {
-		b.failures = 0
-		if b.open {
-			b.open, b.probing, changed, open = false, false, true, false
+		if b.failures.Load() != 0 {
+			b.failures.Store(0)
 		}
-	} else {
-		b.failures++
-		if b.open {
-			b.probing = false
-			b.until = b.now().Add(b.cooldown)
-		} else if b.failures >= b.threshold {
-			b.open, b.until, changed, open = true, b.now().Add(b.cooldown), true, true
+		if !b.open.Load() {
+			return
 		}
+		b.mu.Lock()
+		changed := b.open.Load()
+		b.open.Store(false)
+		b.probing = false
+		b.mu.Unlock()
+		if changed {
+			b.onChange(false)
+		}
+		return
+	}
+	n := b.failures.Add(1)
+	b.mu.Lock()
+	changed := false
+	if b.open.Load() {
+		b.probing = false
+		b.until = b.now().Add(b.cooldown)
+	} else if n >= b.threshold {
+		b.open.Store(true)
+		b.until = b.now().Add(b.cooldown)
+		changed = true
 	}
 	b.mu.Unlock()
 	if changed {
-		b.onChange(open)
+		b.onChange(true)
 	}
-}
-
-// isOpen reports whether calls are currently being kept from Redis.
-func (b *breaker) isOpen() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.open
 }
 
 // abandon ends a call that allow let through without a verdict on Redis
 // (the caller went away first).
 func (b *breaker) abandon() {
+	if !b.open.Load() {
+		return
+	}
 	b.mu.Lock()
 	b.probing = false
 	b.mu.Unlock()
 }
+
+// isOpen reports whether calls are currently being kept from Redis.
+func (b *breaker) isOpen() bool { return b.open.Load() }

@@ -49,7 +49,8 @@ func windowName(policy string, i int, w Window) string {
 	return policy + "-" + formatPeriod(w.Period)
 }
 
-func newDecision(p *Policy, ws []Window, cost int, o outcome, backend string) Decision {
+func newDecision(p *compiled, set *windowSet, cost int, o outcome, backend string) Decision {
+	ws := set.ws
 	d := Decision{Policy: p.Name, Allowed: o.admitted, Limited: !o.admitted, Cost: cost, Backend: backend}
 	if len(o.windows) != len(ws) {
 		return d
@@ -59,7 +60,7 @@ func newDecision(p *Policy, ws []Window, cost int, o outcome, backend string) De
 		wo := o.windows[i]
 		st := WindowState{
 			Window:    w,
-			Name:      windowName(p.Name, i, w),
+			Name:      set.names[i],
 			Remaining: max(0, w.Limit-int(wo.used)),
 			Reset:     time.Duration(max(0, wo.reset)) * time.Microsecond,
 		}

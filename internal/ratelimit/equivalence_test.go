@@ -33,6 +33,7 @@ func TestLocalMatchesRedis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			set := newWindowSet("p", ws)
 			rs, ls := newRedisStore(rdb), newLocalStore()
 			prefix := testenv.Prefix(t)
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.windows))))
@@ -45,11 +46,11 @@ func TestLocalMatchesRedis(t *testing.T) {
 				if rng.IntN(20) == 0 {
 					cost = 20
 				}
-				want, err := rs.decide(context.Background(), tc.alg, key, now, cost, ws, fmt.Sprintf("m%d", i))
+				want, err := rs.decide(context.Background(), tc.alg, key, now, cost, set, fmt.Sprintf("m%d", i))
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ := ls.decide(context.Background(), tc.alg, key, now, cost, ws, "")
+				got, _ := ls.decide(context.Background(), tc.alg, key, now, cost, set, "")
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (t=%d key=%s cost=%d): local = %+v, redis = %+v", i, now, key, cost, got, want)
 				}

@@ -45,7 +45,7 @@ type Options struct {
 // Limiter decides whether requests fit their policy's limits. It is safe
 // for concurrent use.
 type Limiter struct {
-	policies map[string]*Policy
+	policies map[string]*compiled
 	redis    *redisStore // nil: in-process only
 	local    *localStore
 	br       *breaker
@@ -78,7 +78,7 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 		o.BreakerCooldown = 500 * time.Millisecond
 	}
 	l := &Limiter{
-		policies: make(map[string]*Policy, len(policies)),
+		policies: make(map[string]*compiled, len(policies)),
 		local:    newLocalStore(),
 		br:       newBreaker(o.BreakerThreshold, o.BreakerCooldown),
 		timeout:  o.Timeout,
@@ -92,17 +92,27 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
-		l.policies[name] = &p
+		c := compile(p)
+		for o, outcome := range []string{"allowed", "rejected"} {
+			for b, backend := range backends {
+				c.dec[o][b] = l.m.decisions.WithLabelValues(name, outcome, backend)
+			}
+		}
+		l.policies[name] = c
 	}
 	if rdb != nil {
 		l.redis = newRedisStore(rdb)
 		l.redis.onReload = l.m.reloads.Inc
+		obs := map[string][2]prometheus.Observer{}
+		for _, op := range []string{"log", "counter", "acquire", "release"} {
+			obs[op] = [2]prometheus.Observer{l.m.redisDur.WithLabelValues(op, "ok"), l.m.redisDur.WithLabelValues(op, "error")}
+		}
 		l.redis.observe = func(op string, d time.Duration, err error) {
-			res := "ok"
+			i := 0
 			if err != nil {
-				res = "error"
+				i = 1
 			}
-			l.m.redisDur.WithLabelValues(op, res).Observe(d.Seconds())
+			obs[op][i].Observe(d.Seconds())
 		}
 	}
 	l.br.onChange = func(open bool) {
@@ -137,7 +147,7 @@ func (l *Limiter) Policy(name string) (Policy, bool) {
 	if !ok {
 		return Policy{}, false
 	}
-	return *p, true
+	return p.Policy, true
 }
 
 // Request is one rate-limit check.
@@ -184,15 +194,15 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	d := newDecision(p, ws, cost, o, backend)
-	outcome := "allowed"
+	outcome := 0
 	if d.Limited {
-		outcome = "rejected"
+		outcome = 1
 		if p.Shadow {
 			d.Allowed = true
 			l.m.shadow.WithLabelValues(p.Name).Inc()
 		}
 	}
-	l.m.decisions.WithLabelValues(p.Name, outcome, backend).Inc()
+	p.dec[outcome][backendIndex(backend)].Inc()
 	return d, nil
 }
 
@@ -203,9 +213,21 @@ const (
 	BackendNone  = "none" // failed open: nothing was counted
 )
 
+var backends = []string{BackendRedis, BackendLocal, BackendNone}
+
+func backendIndex(b string) int {
+	switch b {
+	case BackendRedis:
+		return 0
+	case BackendLocal:
+		return 1
+	}
+	return 2
+}
+
 // decide asks Redis unless the breaker keeps it away, then falls back as
 // the policy says.
-func (l *Limiter) decide(ctx context.Context, p *Policy, key string, at int64, cost int, ws []Window) (outcome, string, error) {
+func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet) (outcome, string, error) {
 	if l.redis == nil {
 		o, err := l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
 		return o, BackendLocal, err

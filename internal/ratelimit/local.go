@@ -87,7 +87,8 @@ func (s *localStore) clock(at int64) int64 {
 	return s.now()
 }
 
-func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int64, cost int, ws []Window, _ string) (outcome, error) {
+func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int64, cost int, set *windowSet, _ string) (outcome, error) {
+	ws := set.ws
 	now := s.clock(at)
 	sh := s.shard(key, now)
 	defer sh.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Window is one limit of a policy: at most Limit units within any interval
@@ -65,15 +66,56 @@ type Policy struct {
 	Identities map[string][]Window
 }
 
+// windowSet is a window list with what every decision needs computed
+// once: the windows' header names and their script arguments.
+type windowSet struct {
+	ws    []Window
+	names []string
+	tail  []any // limit, period in microseconds, per window
+}
+
+func newWindowSet(policy string, ws []Window) *windowSet {
+	s := &windowSet{ws: ws, names: make([]string, len(ws))}
+	for i, w := range ws {
+		s.names[i] = windowName(policy, i, w)
+		s.tail = append(s.tail, strconv.Itoa(w.Limit), strconv.FormatInt(w.Period.Microseconds(), 10))
+	}
+	return s
+}
+
+// compiled is a policy ready for decisions.
+type compiled struct {
+	Policy
+	base  *windowSet
+	tiers map[string]*windowSet
+	ids   map[string]*windowSet
+	dec   [2][3]prometheus.Counter // decisions by outcome (allowed, rejected) and backend
+}
+
+func compile(p Policy) *compiled {
+	c := &compiled{Policy: p, base: newWindowSet(p.Name, p.Windows), tiers: map[string]*windowSet{}, ids: map[string]*windowSet{}}
+	for k, ws := range p.Tiers {
+		c.tiers[k] = newWindowSet(p.Name, ws)
+	}
+	for k, ws := range p.Identities {
+		c.ids[k] = newWindowSet(p.Name, ws)
+	}
+	return c
+}
+
 // windowsFor returns the windows that apply to identity in tier.
-func (p *Policy) windowsFor(tier, identity string) []Window {
-	if w, ok := p.Identities[identity]; ok {
-		return w
+func (c *compiled) windowsFor(tier, identity string) *windowSet {
+	if len(c.ids) > 0 {
+		if w, ok := c.ids[identity]; ok {
+			return w
+		}
 	}
-	if w, ok := p.Tiers[tier]; ok {
-		return w
+	if len(c.tiers) > 0 {
+		if w, ok := c.tiers[tier]; ok {
+			return w
+		}
 	}
-	return p.Windows
+	return c.base
 }
 
 // Limits of what a policy may ask for: a log holds one member per unit, so

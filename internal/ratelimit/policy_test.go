@@ -94,10 +94,10 @@ policies:
 		if want := []Window{{10, time.Second}, {600, time.Minute}}; !cmp.Equal(g.Windows, want) {
 			t.Errorf("geofence windows = %v, want %v from the environment", g.Windows, want)
 		}
-		if got := g.windowsFor("pro", "key:x"); !cmp.Equal(got, []Window{{50, time.Second}, {3000, time.Minute}}) {
+		if got := compile(g).windowsFor("pro", "key:x").ws; !cmp.Equal(got, []Window{{50, time.Second}, {3000, time.Minute}}) {
 			t.Errorf("pro tier windows = %v", got)
 		}
-		if got := g.windowsFor("pro", "key:partner"); !cmp.Equal(got, []Window{{100, time.Second}}) {
+		if got := compile(g).windowsFor("pro", "key:partner").ws; !cmp.Equal(got, []Window{{100, time.Second}}) {
 			t.Errorf("identity override = %v", got)
 		}
 		if got := ps["tiles-cached"].Windows; !cmp.Equal(got, []Window{{5000, time.Second}}) {

@@ -40,7 +40,7 @@ type windowOutcome struct {
 // store decides requests. at is the caller's clock in microseconds, or 0
 // for the store's own clock.
 type store interface {
-	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws []Window, member string) (outcome, error)
+	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error)
 	acquire(ctx context.Context, key string, at int64, max int, lease time.Duration, token string) (bool, int, error)
 	release(ctx context.Context, key, token string) error
 }
@@ -85,30 +85,26 @@ func (s *redisStore) run(ctx context.Context, op string, sc *redis.Script, keys 
 	return v, err
 }
 
-func windowArgs(at int64, cost int, member string, ws []Window) []any {
-	args := make([]any, 0, 3+2*len(ws))
-	if at == 0 {
-		args = append(args, "")
-	} else {
-		args = append(args, at)
+func windowArgs(at int64, cost int, member string, ws *windowSet) []any {
+	args := make([]any, 3, 3+len(ws.tail))
+	args[0] = ""
+	if at != 0 {
+		args[0] = at
 	}
-	args = append(args, cost, member)
-	for _, w := range ws {
-		args = append(args, w.Limit, w.Period.Microseconds())
-	}
-	return args
+	args[1], args[2] = cost, member
+	return append(args, ws.tail...)
 }
 
-func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws []Window, member string) (outcome, error) {
-	sc := s.log
+func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error) {
+	sc, op := s.log, "log"
 	if alg == Counter {
-		sc = s.counter
+		sc, op = s.counter, "counter"
 	}
-	v, err := s.run(ctx, string(alg), sc, []string{key}, windowArgs(at, cost, member, ws)...)
+	v, err := s.run(ctx, op, sc, []string{key}, windowArgs(at, cost, member, ws)...)
 	if err != nil {
 		return outcome{}, err
 	}
-	return parseOutcome(v, len(ws))
+	return parseOutcome(v, len(ws.ws))
 }
 
 func parseOutcome(v any, n int) (outcome, error) {
@@ -116,15 +112,18 @@ func parseOutcome(v any, n int) (outcome, error) {
 	if !ok || len(a) != 2+3*n {
 		return outcome{}, fmt.Errorf("rate-limit script returned %T of unexpected shape", v)
 	}
-	nums := make([]int64, len(a))
-	for i, x := range a {
-		if nums[i], ok = x.(int64); !ok {
-			return outcome{}, fmt.Errorf("rate-limit script returned %T at %d", x, i)
-		}
+	var bad bool
+	num := func(i int) int64 {
+		x, ok := a[i].(int64)
+		bad = bad || !ok
+		return x
 	}
-	o := outcome{admitted: nums[0] == 1, now: nums[1], windows: make([]windowOutcome, n)}
+	o := outcome{admitted: num(0) == 1, now: num(1), windows: make([]windowOutcome, n)}
 	for i := range n {
-		o.windows[i] = windowOutcome{used: nums[2+3*i], reset: nums[3+3*i], retry: nums[4+3*i]}
+		o.windows[i] = windowOutcome{used: num(2 + 3*i), reset: num(3 + 3*i), retry: num(4 + 3*i)}
+	}
+	if bad {
+		return outcome{}, fmt.Errorf("rate-limit script returned a non-integer")
 	}
 	return o, nil
 }

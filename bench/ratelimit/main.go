@@ -1,0 +1,271 @@
+// Command ratelimit measures geogate's limiter against real Redis: decisions
+// per second and p50/p99 latency through ratelimit.Limiter, next to the same
+// Lua script driven straight through go-redis at the same concurrency;
+// Redis round trips per decision; and Redis memory per key (MEMORY USAGE)
+// for the exact log and the counter approximation at limits of 10, 1,000
+// and 100,000. Run it from the repository root:
+//
+//	go run ./bench/ratelimit -redis redis://127.0.0.1:56379/0
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/ratelimit"
+	"github.com/geogate/geogate/internal/rdb"
+)
+
+func main() {
+	url := flag.String("redis", envOr("REDIS_URL", "redis://127.0.0.1:56379/0"), "Redis URL (as REDIS_URL)")
+	conc := flag.Int("c", 50, "concurrent callers")
+	dur := flag.Duration("d", 5*time.Second, "duration of each throughput run")
+	runs := flag.Int("runs", 3, "alternating runs of each side; the median is reported")
+	keys := flag.Int("keys", 1000, "distinct identities")
+	flag.Parse()
+	if err := run(*url, *conc, *dur, *runs, *keys); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/ratelimit:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+type stats struct {
+	ops      int
+	rps      float64
+	p50, p99 time.Duration
+	errs     int64
+}
+
+// measure runs op from conc goroutines for d and reports throughput and
+// latency percentiles.
+func measure(conc int, d time.Duration, op func(ctx context.Context, worker, i int) error) stats {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	lat := make([][]time.Duration, conc)
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for w := range conc {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				t := time.Now()
+				if err := op(ctx, w, i); err != nil {
+					errs.Add(1)
+				}
+				lat[w] = append(lat[w], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	s := stats{ops: len(all), rps: float64(len(all)) / el.Seconds(), errs: errs.Load()}
+	if len(all) > 0 {
+		s.p50, s.p99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return s
+}
+
+func median(xs []stats) stats {
+	slices.SortFunc(xs, func(a, b stats) int { return int(a.rps - b.rps) })
+	return xs[len(xs)/2]
+}
+
+func run(url string, conc int, dur time.Duration, runs, nkeys int) error {
+	ctx := context.Background()
+	c, err := rdb.Open(ctx, url, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	src, err := os.ReadFile("internal/ratelimit/log.lua")
+	if err != nil {
+		return fmt.Errorf("run from the repository root: %v", err)
+	}
+	run := fmt.Sprintf("b%d", time.Now().UnixNano())
+	policies := map[string]ratelimit.Policy{
+		"bench": {Windows: []ratelimit.Window{{Limit: 100, Period: time.Second}}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
+	}
+	for _, n := range []int{10, 1000, 100000} {
+		for _, alg := range []ratelimit.Algorithm{ratelimit.Log, ratelimit.Counter} {
+			policies[fmt.Sprintf("mem-%s-%d", alg, n)] = ratelimit.Policy{
+				Windows: []ratelimit.Window{{Limit: n, Period: time.Hour}}, Algorithm: alg, Failure: ratelimit.FailClosed,
+			}
+		}
+	}
+	l, err := ratelimit.New(c, policies, ratelimit.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	ids := make([]string, nkeys)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", run, i)
+	}
+
+	// The same script, arguments and key layout, straight through go-redis.
+	script := redis.NewScript(string(src))
+	var seq atomic.Uint64
+	raw := func(ctx context.Context, w, i int) error {
+		id := ids[(w*7919+i)%nkeys]
+		return script.Run(ctx, c, []string{"rl:bench:" + id}, "", 1, run+strconv.FormatUint(seq.Add(1), 36), 100, int64(time.Second/time.Microsecond)).Err()
+	}
+	lim := func(ctx context.Context, w, i int) error {
+		_, err := l.Allow(ctx, "bench", ids[(w*7919+i)%nkeys], 1)
+		return err
+	}
+	var rawS, limS []stats
+	for range runs {
+		rawS = append(rawS, measure(conc, dur, raw))
+		limS = append(limS, measure(conc, dur, lim))
+	}
+	r, m := median(rawS), median(limS)
+	fmt.Printf("## Rate limiter vs the bare script (concurrency %d, %d identities, limit 100/1s, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
+	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
+	fmt.Println("|---|---|---|---|---|")
+	row := func(name string, s stats) {
+		fmt.Printf("| %s | %.0f | %.3f | %.3f | %d |\n", name, s.rps, ms(s.p50), ms(s.p99), s.errs)
+	}
+	row("log.lua via go-redis Script.Run", r)
+	row("ratelimit.Limiter.Allow", m)
+	fmt.Printf("\nLimiter throughput: %.1f%% of the bare script (goal: at least 90%%).\n\n", 100*m.rps/r.rps)
+
+	if err := roundTrips(ctx, url, run); err != nil {
+		return err
+	}
+	return memory(ctx, c, l, run)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// counter is a go-redis hook counting what reaches the network.
+type counter struct{ cmds, pipes atomic.Int64 }
+
+func (h *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
+}
+func (h *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipes.Add(1); return next(ctx, cmds) }
+}
+
+// roundTrips counts commands sent per decision with a client hook, and
+// EVALSHA/EVAL calls per decision from INFO commandstats.
+func roundTrips(ctx context.Context, url, run string) error {
+	c, err := rdb.Open(ctx, url, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h := &counter{}
+	c.AddHook(h)
+	l, err := ratelimit.New(c, map[string]ratelimit.Policy{
+		"rt": {Windows: []ratelimit.Window{{Limit: 10, Period: time.Second}, {Limit: 600, Period: time.Minute}}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
+	}, ratelimit.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	// One call to make sure the script is cached, as in steady state.
+	_, _ = l.Allow(ctx, "rt", run+"-warm", 1)
+	before, err := scriptCalls(ctx, c)
+	if err != nil {
+		return err
+	}
+	h.cmds.Store(0)
+	const n = 2000
+	admitted := 0
+	for i := range n {
+		d, err := l.Allow(ctx, "rt", fmt.Sprintf("%s-rt-%d", run, i%50), 1)
+		if err != nil {
+			return err
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	sent := h.cmds.Load() + h.pipes.Load()
+	after, err := scriptCalls(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("## Redis round trips per decision (two windows, 10/1s and 600/1m; %d decisions, %d admitted)\n\n", n, admitted)
+	fmt.Println("| measure | per decision |")
+	fmt.Println("|---|---|")
+	fmt.Printf("| commands sent by the client (go-redis hook) | %.3f |\n", float64(sent)/n)
+	fmt.Printf("| EVALSHA + EVAL executed by Redis (INFO commandstats) | %.3f |\n\n", float64(after-before)/n)
+	return nil
+}
+
+func scriptCalls(ctx context.Context, c redis.UniversalClient) (int64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		for _, name := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), name); ok {
+				calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+				n, _ := strconv.ParseInt(calls, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
+// memory fills one key per algorithm and limit to its limit, one request
+// at a time from 50 goroutines, and reports MEMORY USAGE.
+func memory(ctx context.Context, c redis.UniversalClient, l *ratelimit.Limiter, run string) error {
+	fmt.Println("## Redis memory per key, filled to its limit (window 1h)")
+	fmt.Println()
+	fmt.Println("| limit | exact log (bytes) | log bytes per request | counter approximation (bytes) |")
+	fmt.Println("|---|---|---|---|")
+	for _, n := range []int{10, 1000, 100000} {
+		var sizes [2]int64
+		for j, alg := range []ratelimit.Algorithm{ratelimit.Log, ratelimit.Counter} {
+			policy := fmt.Sprintf("mem-%s-%d", alg, n)
+			id := run + "-mem"
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Go(func() {
+					for next.Add(1) <= int64(n) {
+						_, _ = l.Allow(ctx, policy, id, 1)
+					}
+				})
+			}
+			wg.Wait()
+			key := "rl:" + policy + ":" + id
+			if alg == ratelimit.Counter {
+				key = "rlc:" + policy + ":" + id
+			}
+			v, err := c.MemoryUsage(ctx, key, 0).Result()
+			if err != nil {
+				return fmt.Errorf("MEMORY USAGE %s: %v", key, err)
+			}
+			sizes[j] = v
+			_ = c.Del(ctx, key).Err()
+		}
+		fmt.Printf("| %d | %d | %.1f | %d |\n", n, sizes[0], float64(sizes[0])/float64(n), sizes[1])
+	}
+	fmt.Println()
+	return nil
+}
