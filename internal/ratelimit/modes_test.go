@@ -1,0 +1,131 @@
+package ratelimit
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// TestSeedCheckOverHTTP is the seed's check through the middleware: 12
+// requests with one API key at a 10/1s policy give ten 200s then two 429s,
+// and the policy's key holds 10 members with a PTTL of at most 1000 ms.
+func TestSeedCheckOverHTTP(t *testing.T) {
+	rdb := testenv.Redis(t)
+	l, err := New(rdb, DefaultPolicies(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRouter(l, "geofence", RadiusCostFrom("radius"), nil)
+	key := "demo-" + testenv.Prefix(t)
+	var codes []int
+	for range 12 {
+		codes = append(codes, get(r, key, "?lng=13.4&lat=52.5&radius=500").Code)
+	}
+	for i, c := range codes {
+		if want := map[bool]int{true: 200, false: 429}[i < 10]; c != want {
+			t.Fatalf("statuses = %v, want ten 200 then two 429", codes)
+		}
+	}
+	ctx := context.Background()
+	if n := rdb.ZCard(ctx, "rl:geofence:key:"+key).Val(); n != 10 {
+		t.Errorf("ZCARD = %d, want 10", n)
+	}
+	if ttl := rdb.PTTL(ctx, "rl:geofence:key:"+key).Val(); ttl <= 0 || ttl > time.Second {
+		t.Errorf("PTTL = %v, want in (0, 1000ms]", ttl)
+	}
+}
+
+func TestShadowModeAdmitsButCounts(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ps := map[string]Policy{"s": {Windows: []Window{{2, time.Minute}}, Algorithm: Log, Failure: FailClosed, Shadow: true}}
+	l, err := New(rdb, ps, Options{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRouter(l, "s", nil, nil)
+	key := testenv.Prefix(t)
+	for i := range 5 {
+		w := get(r, key, "")
+		if w.Code != 200 {
+			t.Fatalf("request %d in shadow mode: %d, want 200", i, w.Code)
+		}
+		if rem, want := w.Header().Get("RateLimit-Remaining"), strconv.Itoa(max(0, 1-i)); rem != want {
+			t.Errorf("request %d: RateLimit-Remaining = %s, want %s", i, rem, want)
+		}
+		if ra := w.Header().Get("Retry-After"); ra != "" {
+			t.Errorf("request %d: Retry-After %q on an admitted request", i, ra)
+		}
+	}
+	if n := metricSum(l.m.shadow); n != 3 {
+		t.Errorf("shadow rejections = %v, want 3", n)
+	}
+	// Shadow rejections are not recorded either.
+	if n := rdb.ZCard(context.Background(), "rl:s:key:"+key).Val(); n != 2 {
+		t.Errorf("ZCARD = %d, want 2", n)
+	}
+}
+
+func TestTierAndIdentityOverrides(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ps := map[string]Policy{"o": {
+		Windows: []Window{{1, time.Minute}}, Algorithm: Log, Failure: FailClosed,
+		Tiers:      map[string][]Window{"pro": {{3, time.Minute}}},
+		Identities: map[string][]Window{"key:vip": {{5, time.Minute}}},
+	}}
+	l, err := New(rdb, ps, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := testenv.Prefix(t)
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/x", l.Middleware("o", func(c *gin.Context) string {
+		if c.GetHeader("x-api-key") == "vip" {
+			return "key:vip"
+		}
+		return prefix + c.GetHeader("x-api-key")
+	}, nil, WithTier(func(c *gin.Context) string { return c.GetHeader("x-tier") })), func(c *gin.Context) { c.Status(200) })
+	_ = rdb.Del(context.Background(), "rl:o:key:vip").Err()
+	for _, tc := range []struct {
+		key, tier string
+		want      int
+	}{{"free", "", 1}, {"pro", "pro", 3}, {"vip", "", 5}, {"vip", "pro", 5}} {
+		admitted := 0
+		for range 8 {
+			req := httptest.NewRequest(http.MethodGet, "/x", nil)
+			req.Header.Set("x-api-key", tc.key)
+			req.Header.Set("x-tier", tc.tier)
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, req)
+			if w.Code == 200 {
+				admitted++
+			}
+		}
+		if admitted != tc.want {
+			t.Errorf("key %s tier %q: admitted %d of 8, want %d", tc.key, tc.tier, admitted, tc.want)
+		}
+		_ = rdb.Del(context.Background(), "rl:o:key:vip").Err()
+	}
+}
+
+func TestInProcessOnly(t *testing.T) {
+	l, err := New(nil, map[string]Policy{"p": {Windows: []Window{{10, time.Minute}}, Algorithm: Log, Failure: FailClosed}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := concurrentAdmissions(t, l, "x", 50); n != 10 {
+		t.Fatalf("in-process: admitted %d of 50, want 10", n)
+	}
+	d, err := l.Allow(context.Background(), "p", "x", 1)
+	if err != nil || d.Allowed || d.Backend != BackendLocal || d.RetryAfterSeconds() != 60 {
+		t.Fatalf("11th = %+v, %v; want rejected locally, retry in 60s", d, err)
+	}
+}
