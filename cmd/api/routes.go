@@ -11,9 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	geom "github.com/twpayne/go-geom"
 
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
@@ -76,6 +78,45 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	_ = limit
 
 	// -- proximity and geofences (internal/geofence) --
+	// Every route spends the "geofence" budget; /within by radius (an
+	// invalid radius costs 1 and is then refused with a 422).
+	geo, err := geofence.New(ctx, d.db, geofence.Settings{
+		Limits: geofence.Limits{QueryTimeout: cfg.DB.QueryTimeout, AcquireTimeout: cfg.DB.AcquireTimeout},
+		Layers: cfg.Geofence.Layers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	maxRadius := float64(cfg.Geofence.MaxRadius)
+	radiusCost := func(c *gin.Context) int {
+		if m, ok := geofence.ParseRadius(c, maxRadius); ok {
+			return ratelimit.RadiusCost(m)
+		}
+		return 1
+	}
+	geofence.Register(r, geo, geofence.Options{
+		Rules: geofence.Rules{
+			MaxRadius: maxRadius, DefaultLimit: cfg.Geofence.DefaultLimit, MaxLimit: cfg.Geofence.MaxLimit,
+			MaxVertices: cfg.Geofence.MaxVertices, MaxBodyBytes: cfg.Geofence.MaxBodyBytes,
+			MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
+		},
+		Cursors: geofence.NewCursors(cfg.Geofence.CursorKey),
+		Within:  []gin.HandlerFunc{auth.Require(auth.ScopeProximityRead), limit("geofence", radiusCost)},
+		Read:    []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesRead), limit("geofence", nil)},
+		Write:   []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesWrite), limit("geofence", nil)},
+		CheckCircle: func(c *gin.Context, lng, lat, radiusM float64) error {
+			if !auth.FromGin(c).Spatial.ContainsCircle(lng, lat, radiusM) {
+				return auth.ErrCircleOutsideScope
+			}
+			return nil
+		},
+		CheckGeometry: func(c *gin.Context, g geom.T) error {
+			if !auth.FromGin(c).Spatial.ContainsGeometry(g) {
+				return auth.ErrGeometryOutsideScope
+			}
+			return nil
+		},
+	})
 
 	// -- tiles (internal/tiles) --
 	// Only renders (cache misses) spend the "tiles" budget; cached tiles

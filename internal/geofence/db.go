@@ -115,6 +115,8 @@ func isConnectErr(err error) bool {
 	var ne net.Error
 	var pe *pgconn.PgError
 	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false // these satisfy net.Error too
 	case errors.As(err, &ce), errors.As(err, &ne):
 		return true
 	case errors.As(err, &pe):

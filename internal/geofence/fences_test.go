@@ -1,0 +1,244 @@
+package geofence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+type featureJSON struct {
+	Type     string `json:"type"`
+	ID       int64  `json:"id"`
+	Geometry struct {
+		Type        string        `json:"type"`
+		Coordinates [][][][]float64 `json:"coordinates"`
+	} `json:"geometry"`
+	Properties map[string]any `json:"properties"`
+}
+
+func TestFenceLifecycle(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	_, h := newTestService(t, pool, testLimits)
+
+	body := `{"type":"Feature","properties":{"name":"Depot","zone":"A","tags":["x"]},
+		"geometry":{"type":"Polygon","coordinates":` + square(10, 10, 1) + `}}`
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("POST", "/geofences", strings.NewReader(body)))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("POST = %d %s, want 201", w.Code, w.Body)
+	}
+	var created featureJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &created); err != nil {
+		t.Fatal(err)
+	}
+	if loc := w.Header().Get("Location"); loc != fmt.Sprintf("/geofences/%d", created.ID) {
+		t.Errorf("Location = %q, want /geofences/%d", loc, created.ID)
+	}
+	if created.Geometry.Type != "MultiPolygon" || created.Properties["name"] != "Depot" || created.Properties["zone"] != "A" {
+		t.Errorf("created = %+v, want a MultiPolygon named Depot in zone A", created)
+	}
+
+	code, got := do(t, h, "GET", fmt.Sprintf("/geofences/%d", created.ID), "")
+	if code != 200 || !strings.Contains(string(got), `"name":"Depot"`) {
+		t.Errorf("GET = %d %s, want 200 with the fence", code, got)
+	}
+	if n := parts(t, pool, created.ID); n != 1 {
+		t.Errorf("geofence_parts rows after insert = %d, want 1", n)
+	}
+
+	// Replace with a detailed shape: the subdivided copy follows.
+	code, got = do(t, h, "PUT", fmt.Sprintf("/geofences/%d", created.ID), fenceJSON(circle(20, 20, 2, 2000)))
+	if code != 200 || !strings.Contains(string(got), `"name":"f"`) || strings.Contains(string(got), "zone") {
+		t.Errorf("PUT = %d %.200s, want 200 with the new name and no old properties", code, got)
+	}
+	if n := parts(t, pool, created.ID); n < 8 {
+		t.Errorf("geofence_parts rows after update to 2000 vertices = %d, want at least 8 (subdivided)", n)
+	}
+	if ids := containsIDs(t, h, 20, 20); fmt.Sprint(ids) != fmt.Sprintf("[%d]", created.ID) {
+		t.Errorf("contains(20, 20) = %v, want [%d]", ids, created.ID)
+	}
+	if ids := containsIDs(t, h, 10, 10); len(ids) != 0 {
+		t.Errorf("contains(10, 10) after moving the fence = %v, want none", ids)
+	}
+
+	code, _ = do(t, h, "DELETE", fmt.Sprintf("/geofences/%d", created.ID), "")
+	if code != http.StatusNoContent {
+		t.Errorf("DELETE = %d, want 204", code)
+	}
+	if code, _ := do(t, h, "GET", fmt.Sprintf("/geofences/%d", created.ID), ""); code != 404 {
+		t.Errorf("GET after DELETE = %d, want 404", code)
+	}
+	if n := parts(t, pool, created.ID); n != 0 {
+		t.Errorf("geofence_parts rows after delete = %d, want 0", n)
+	}
+}
+
+// circle is a GeoJSON Polygon approximating a circle with n vertices.
+func circle(lng, lat, r float64, n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"Polygon","coordinates":[[`)
+	for i := 0; i <= n; i++ {
+		a := 2 * math.Pi * float64(i%n) / float64(n)
+		x, y := lng+r*math.Cos(a), lat+r*math.Sin(a)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "[%v,%v]", x, y)
+	}
+	b.WriteString(`]]}`)
+	return b.String()
+}
+
+// parts counts the subdivided rows of fence id.
+func parts(t *testing.T, pool *pgxpool.Pool, id int64) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM geofence_parts WHERE fence_id = $1", id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func containsIDs(t *testing.T, h http.Handler, lng, lat float64) []int64 {
+	t.Helper()
+	code, body := do(t, h, "GET", fmt.Sprintf("/geofences/contains?lng=%v&lat=%v", lng, lat), "")
+	if code != 200 {
+		t.Fatalf("contains = %d %s", code, body)
+	}
+	var r struct {
+		Fences []struct {
+			ID int64 `json:"id"`
+		} `json:"fences"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{}
+	for _, f := range r.Fences {
+		ids = append(ids, f.ID)
+	}
+	return ids
+}
+
+func TestContainsSemantics(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	_, h := newTestService(t, pool, testLimits)
+	var a, b, hole int64
+	for _, f := range []struct {
+		id  *int64
+		wkt string
+	}{
+		{&a, "MULTIPOLYGON(((0 0,10 0,10 10,0 10,0 0)))"},
+		{&b, "MULTIPOLYGON(((10 0,20 0,20 10,10 10,10 0)))"},
+		{&hole, "MULTIPOLYGON(((30 0,40 0,40 10,30 10,30 0),(33 3,37 3,37 7,33 7,33 3)))"},
+	} {
+		// Plain SQL, as an import would write: the triggers keep the parts.
+		err := pool.QueryRow(context.Background(),
+			"INSERT INTO geofences (name, geom) VALUES ('f', ST_GeomFromText($1, 4326)) RETURNING id", f.wkt).Scan(f.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		lng, lat float64
+		want     []int64
+	}{
+		{"inside a", 5, 5, []int64{a}},
+		{"on the shared edge: both", 10, 5, []int64{a, b}},
+		{"on a corner", 0, 0, []int64{a}},
+		{"outside", 25, 5, []int64{}},
+		{"in the hole", 35, 5, []int64{}},
+		{"on the hole's edge", 33, 5, []int64{hole}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := containsIDs(t, h, tt.lng, tt.lat); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("GET contains(%v, %v) = %v, want %v", tt.lng, tt.lat, got, tt.want)
+			}
+		})
+	}
+	t.Run("batch", func(t *testing.T) {
+		var pts []string
+		var want []string
+		for _, tt := range tests {
+			pts = append(pts, fmt.Sprintf("[%v,%v]", tt.lng, tt.lat))
+			want = append(want, fmt.Sprint(tt.want))
+		}
+		code, body := do(t, h, "POST", "/geofences/contains", `{"points":[`+strings.Join(pts, ",")+`]}`)
+		if code != 200 {
+			t.Fatalf("POST contains = %d %s", code, body)
+		}
+		var r struct {
+			Results []struct {
+				Point  []float64 `json:"point"`
+				Fences []int64   `json:"fences"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, res := range r.Results {
+			got = append(got, fmt.Sprint(res.Fences))
+			if res.Point[0] != tests[i].lng || res.Point[1] != tests[i].lat {
+				t.Errorf("result %d point = %v, want [%v %v]", i, res.Point, tests[i].lng, tests[i].lat)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("batch fences = %v, want %v", got, want)
+		}
+	})
+	t.Run("truncate clears the parts", func(t *testing.T) {
+		mustExec(t, pool, "TRUNCATE geofences")
+		if n := parts(t, pool, a) + parts(t, pool, b) + parts(t, pool, hole); n != 0 {
+			t.Errorf("parts after TRUNCATE = %d, want 0", n)
+		}
+	})
+}
+
+func TestListFences(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	_, h := newTestService(t, pool, testLimits)
+	// Ten fences along the equator at lng -175, -140, ..., 140, 175.
+	var ids []int64
+	for i := range 11 {
+		var id int64
+		lng := -175 + float64(i)*35
+		err := pool.QueryRow(context.Background(),
+			"INSERT INTO geofences (name, geom) VALUES ($1, ST_Multi(ST_Expand(ST_SetSRID(ST_MakePoint($2, 0), 4326), 1))) RETURNING id",
+			fmt.Sprint("f", i), lng).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	tests := []struct {
+		name  string
+		query string
+		want  []int64
+	}{
+		{"all, pages of 3", "limit=3", ids},
+		{"bbox", "limit=2&bbox=-150,-5,-100,5", ids[1:3]},
+		{"bbox across the antimeridian", "limit=1&bbox=170,-5,-170,5", []int64{ids[0], ids[10]}},
+		{"bbox with nothing", "bbox=0,50,10,60", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := allPages(t, h, "/geofences?"+tt.query)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("ids = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
