@@ -17,7 +17,7 @@ type featureJSON struct {
 	Type     string `json:"type"`
 	ID       int64  `json:"id"`
 	Geometry struct {
-		Type        string        `json:"type"`
+		Type        string          `json:"type"`
 		Coordinates [][][][]float64 `json:"coordinates"`
 	} `json:"geometry"`
 	Properties map[string]any `json:"properties"`
