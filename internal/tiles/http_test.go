@@ -1,0 +1,247 @@
+package tiles
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+func TestTileFeatures(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	tests := []struct {
+		name, layer string
+		z           int
+		lng, lat    float64
+		want        map[string]map[string]any // name -> properties wanted
+		absent      []string
+	}{
+		{"PlacesZ4", "places", 4, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}}, []string{"Sydney"}},
+		{"PlacesZ8", "places", 8, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}}, []string{"Paris"}},
+		{"PlacesZ5", "places", 5, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}, "Potsdam": {"country": "DE"}}, []string{"Paris"}},
+		{"PlacesZ12", "places", 12, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}}, []string{"Potsdam"}},
+		{"PlacesZ14Sydney", "places", 14, 151.2073, -33.8679, map[string]map[string]any{"Sydney": {"country": "AU"}}, nil},
+		{"GeofencesZ4", "geofences", 4, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"A3": "BER"}}, []string{"sydney-box"}},
+		{"GeofencesZ12", "geofences", 12, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"A3": "BER"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := tileOf(tt.lng, tt.lat, tt.z)
+			w := rp.get(t, tilePath(tt.layer, tl))
+			if w.Code != http.StatusOK {
+				t.Fatalf("GET %s = %d %s, want 200", tilePath(tt.layer, tl), w.Code, w.Body)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != ContentType {
+				t.Errorf("Content-Type = %q, want %q", ct, ContentType)
+			}
+			got := featureNames(decode(t, w.Body.Bytes(), tl), tt.layer)
+			for name, props := range tt.want {
+				p, ok := got[name]
+				if !ok {
+					t.Errorf("tile %s has no feature %q; has %v", tl, name, got)
+					continue
+				}
+				for k, v := range props {
+					if p[k] != v {
+						t.Errorf("feature %q property %s = %v, want %v", name, k, p[k], v)
+					}
+				}
+			}
+			for _, name := range tt.absent {
+				if _, ok := got[name]; ok {
+					t.Errorf("tile %s has feature %q, want it absent", tl, name)
+				}
+			}
+		})
+	}
+}
+
+func TestTileAddressing(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, nil, "", Options{})
+	tests := []struct {
+		name, path string
+		want       int
+	}{
+		{"Mvt", "/tiles/places/0/0/0.mvt", 200},
+		{"Pbf", "/tiles/places/0/0/0.pbf", 200},
+		{"EmptyTile", "/tiles/places/10/0/0.mvt", 204},
+		{"UnknownLayer", "/tiles/nope/0/0/0.mvt", 404},
+		{"BadExtension", "/tiles/places/0/0/0.png", 404},
+		{"NoExtension", "/tiles/places/0/0/0", 404},
+		{"XOutOfRange", "/tiles/places/1/2/0.mvt", 404},
+		{"ZOutOfRange", "/tiles/places/23/0/0.mvt", 404},
+		{"NotInteger", "/tiles/places/a/0/0.mvt", 404},
+		{"Negative", "/tiles/places/1/-1/0.mvt", 404},
+		{"SQLInLayer", "/tiles/places;drop/0/0/0.mvt", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := rp.get(t, tt.path)
+			if w.Code != tt.want {
+				t.Fatalf("GET %s = %d %s, want %d", tt.path, w.Code, w.Body, tt.want)
+			}
+			if tt.want >= 400 {
+				var body struct{ Detail string }
+				if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Detail == "" {
+					t.Errorf("GET %s body = %s, want {\"detail\": ...}", tt.path, w.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestTileJSON(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	trusted := func(a netip.Addr) bool { return a.String() == "10.0.0.1" }
+	rp := newReplica(t, db, nil, "", Options{TrustedProxy: trusted})
+	tests := []struct {
+		name, remote string
+		headers      []string
+		wantTiles    string
+	}{
+		{"Direct", "192.0.2.1:1234", nil, "http://example.com/tiles/places/{z}/{x}/{y}.mvt"},
+		{"TrustedProxy", "10.0.0.1:1234", []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "maps.example.org"}, "https://maps.example.org/tiles/places/{z}/{x}/{y}.mvt"},
+		{"UntrustedPeerIgnored", "192.0.2.1:1234", []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "evil.example"}, "http://example.com/tiles/places/{z}/{x}/{y}.mvt"},
+		{"BadForwardedHostIgnored", "10.0.0.1:1234", []string{"X-Forwarded-Host", "evil.example/path?"}, "http://example.com/tiles/places/{z}/{x}/{y}.mvt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := rp.getFrom(t, tt.remote, "/tiles/places.json", tt.headers...)
+			if w.Code != http.StatusOK {
+				t.Fatalf("GET /tiles/places.json = %d %s", w.Code, w.Body)
+			}
+			var tj TileJSON
+			if err := json.Unmarshal(w.Body.Bytes(), &tj); err != nil {
+				t.Fatalf("TileJSON %s: %v", w.Body, err)
+			}
+			if tj.TileJSON != "3.0.0" || len(tj.Tiles) != 1 || tj.Tiles[0] != tt.wantTiles {
+				t.Errorf("tilejson = %q, tiles = %v; want 3.0.0, [%s]", tj.TileJSON, tj.Tiles, tt.wantTiles)
+			}
+			if len(tj.VectorLayers) != 1 || tj.VectorLayers[0].ID != "places" || tj.VectorLayers[0].Fields["name"] != "String" || tj.VectorLayers[0].Fields["country"] != "String" {
+				t.Errorf("vector_layers = %+v, want places with name and country", tj.VectorLayers)
+			}
+			if tj.MaxZoom != 22 || tj.Bounds[0] >= tj.Bounds[2] {
+				t.Errorf("maxzoom = %d, bounds = %v", tj.MaxZoom, tj.Bounds)
+			}
+		})
+	}
+	if w := rp.get(t, "/tiles/nope.json"); w.Code != 404 {
+		t.Errorf("GET /tiles/nope.json = %d, want 404", w.Code)
+	}
+	w := rp.get(t, "/tiles")
+	var list struct{ Layers []LayerInfo }
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil || len(list.Layers) != 2 || list.Layers[0].Name != "places" || list.Layers[1].Geometry != Polygons {
+		t.Errorf("GET /tiles = %d %s, want places and geofences", w.Code, w.Body)
+	}
+}
+
+func TestCacheHitGzipETag(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	tl := tileOf(13.41, 52.52, 8)
+	path := tilePath("places", tl)
+
+	first := rp.get(t, path, "Accept-Encoding", "gzip")
+	if first.Code != 200 || first.Header().Get("X-Cache") != "MISS" || first.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("first GET = %d, X-Cache %q, Content-Encoding %q; want 200 MISS gzip", first.Code, first.Header().Get("X-Cache"), first.Header().Get("Content-Encoding"))
+	}
+	second := rp.get(t, path, "Accept-Encoding", "gzip")
+	if second.Header().Get("X-Cache") != "HIT" || second.Header().Get("Content-Encoding") != "gzip" {
+		t.Errorf("second GET X-Cache %q, Content-Encoding %q; want HIT gzip", second.Header().Get("X-Cache"), second.Header().Get("Content-Encoding"))
+	}
+	plain := rp.get(t, path)
+	if plain.Header().Get("X-Cache") != "HIT" || plain.Header().Get("Content-Encoding") != "" {
+		t.Errorf("GET without gzip: X-Cache %q, Content-Encoding %q; want HIT, none", plain.Header().Get("X-Cache"), plain.Header().Get("Content-Encoding"))
+	}
+	if got := featureNames(decode(t, plain.Body.Bytes(), tl), "places"); got["Berlin"] == nil {
+		t.Errorf("uncompressed hit lacks Berlin: %v", got)
+	}
+	if got := featureNames(decode(t, second.Body.Bytes(), tl), "places"); got["Berlin"] == nil {
+		t.Errorf("gzip hit lacks Berlin: %v", got)
+	}
+	tag := first.Header().Get("ETag")
+	if tag == "" || second.Header().Get("ETag") != tag || plain.Header().Get("ETag") != tag {
+		t.Errorf("ETags %q, %q, %q; want one non-empty tag", tag, second.Header().Get("ETag"), plain.Header().Get("ETag"))
+	}
+	if cc := first.Header().Get("Cache-Control"); cc != "public, max-age=60" {
+		t.Errorf("Cache-Control = %q", cc)
+	}
+	if nm := rp.get(t, path, "If-None-Match", tag); nm.Code != http.StatusNotModified || nm.Body.Len() != 0 {
+		t.Errorf("If-None-Match GET = %d with %d bytes, want 304 empty", nm.Code, nm.Body.Len())
+	}
+	if nm := rp.get(t, path, "If-None-Match", `"other"`); nm.Code != http.StatusOK {
+		t.Errorf("If-None-Match other GET = %d, want 200", nm.Code)
+	}
+	empty := tilePath("places", Tile{10, 0, 0})
+	for i, want := range []string{"MISS", "HIT"} {
+		w := rp.get(t, empty)
+		if w.Code != http.StatusNoContent || w.Header().Get("X-Cache") != want {
+			t.Errorf("empty tile GET #%d = %d %s, want 204 %s", i, w.Code, w.Header().Get("X-Cache"), want)
+		}
+	}
+	if n := rp.h.renders.Load(); n != 2 {
+		t.Errorf("renders = %d, want 2 (one per distinct tile)", n)
+	}
+}
+
+func TestHooksGuardOnlyMisses(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	var misses, hits int
+	deny := false
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
+		OnMiss: func(c *gin.Context) bool {
+			misses++
+			if deny {
+				c.AbortWithStatusJSON(429, map[string]string{"detail": "Rate limit exceeded."})
+				return false
+			}
+			return true
+		},
+		OnHit: func(c *gin.Context) bool { hits++; return true },
+	})
+	path := tilePath("places", tileOf(13.41, 52.52, 8))
+	for range 3 {
+		rp.get(t, path)
+	}
+	if misses != 1 || hits != 2 {
+		t.Errorf("after 3 GETs of one tile: misses %d, hits %d; want 1, 2", misses, hits)
+	}
+	deny = true
+	if w := rp.get(t, path); w.Code != 200 {
+		t.Errorf("hit with an exhausted render budget = %d, want 200", w.Code)
+	}
+	if w := rp.get(t, tilePath("places", tileOf(2.35, 48.85, 8))); w.Code != 429 {
+		t.Errorf("miss with an exhausted render budget = %d, want 429", w.Code)
+	}
+	if n := rp.h.renders.Load(); n != 1 {
+		t.Errorf("renders = %d, want 1: a refused miss must not render", n)
+	}
+}
+
+func TestRedisDownRendersUncached(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	dead := redisClient(t, "redis://127.0.0.1:1/0")
+	rp := newReplica(t, db, dead, testenv.Prefix(t)+":", Options{})
+	path := tilePath("places", tileOf(13.41, 52.52, 8))
+	for i := range 3 {
+		w := rp.get(t, path, "Accept-Encoding", "gzip")
+		if w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
+			t.Fatalf("GET #%d with Redis down = %d %q %s, want 200 MISS", i, w.Code, w.Header().Get("X-Cache"), w.Body)
+		}
+		if got := featureNames(decode(t, w.Body.Bytes(), tileOf(13.41, 52.52, 8)), "places"); got["Berlin"] == nil {
+			t.Errorf("GET #%d: no Berlin in %v", i, got)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package tiles
+
+import (
+	"math"
+	"testing"
+)
+
+func TestParseTile(t *testing.T) {
+	tests := []struct {
+		name    string
+		z, x, y string
+		want    Tile
+		ok      bool
+	}{
+		{"OK", "4", "8", "5", Tile{4, 8, 5}, true},
+		{"Zero", "0", "0", "0", Tile{0, 0, 0}, true},
+		{"MaxXY", "2", "3", "3", Tile{2, 3, 3}, true},
+		{"XTooBig", "2", "4", "0", Tile{}, false},
+		{"YTooBig", "2", "0", "4", Tile{}, false},
+		{"ZTooBig", "31", "0", "0", Tile{}, false},
+		{"Negative", "2", "-1", "0", Tile{}, false},
+		{"Plus", "+2", "0", "0", Tile{}, false},
+		{"NotInteger", "2", "1.5", "0", Tile{}, false},
+		{"Letters", "z", "0", "0", Tile{}, false},
+		{"Empty", "", "0", "0", Tile{}, false},
+		{"Huge", "2", "99999999999999999999", "0", Tile{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseTile(tt.z, tt.x, tt.y)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ParseTile(%q, %q, %q) = %v, %v; want %v, %v", tt.z, tt.x, tt.y, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	tests := []struct {
+		name   string
+		tile   Tile
+		margin float64
+		want   [4]float64
+	}{
+		{"World", Tile{0, 0, 0}, 0, [4]float64{-180, -85.0511, 180, 85.0511}},
+		{"WorldWithMarginClamped", Tile{0, 0, 0}, 0.1, [4]float64{-180, -85.0511, 180, 85.0511}},
+		{"NorthEast", Tile{1, 1, 0}, 0, [4]float64{0, 0, 180, 85.0511}},
+		{"Margin", Tile{2, 2, 1}, 0.5, [4]float64{-45, -40.9799, 135, 79.1713}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b, c, d := tt.tile.Bounds(tt.margin)
+			for i, v := range []float64{a, b, c, d} {
+				if math.Abs(v-tt.want[i]) > 1e-3 {
+					t.Errorf("%v.Bounds(%v) = %v, want %v", tt.tile, tt.margin, []float64{a, b, c, d}, tt.want)
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	tests := []struct {
+		header string
+		want   bool
+	}{
+		{"gzip", true},
+		{"gzip, deflate, br", true},
+		{"br;q=1.0, gzip;q=0.8", true},
+		{"*", true},
+		{"gzip;q=0", false},
+		{"gzip;q=0.000", false},
+		{"identity", false},
+		{"", false},
+		{"deflate, gzip ; q=0.5", true},
+	}
+	for _, tt := range tests {
+		if got := acceptsGzip(tt.header); got != tt.want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
+func TestETagMatch(t *testing.T) {
+	tests := []struct {
+		header string
+		want   bool
+	}{
+		{`"abc"`, true},
+		{`W/"abc"`, true},
+		{`"x", "abc"`, true},
+		{`*`, true},
+		{`"abd"`, false},
+		{``, false},
+	}
+	for _, tt := range tests {
+		if got := etagMatch(tt.header, `"abc"`); got != tt.want {
+			t.Errorf("etagMatch(%q, \"abc\") = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}

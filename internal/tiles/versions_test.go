@@ -1,0 +1,241 @@
+package tiles
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/mvt"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// fenceBound returns the WGS84 bounds of feature name in a geofences tile.
+func fenceBound(t *testing.T, ls mvt.Layers, name string) (orb.Bound, bool) {
+	t.Helper()
+	for _, l := range ls {
+		for _, f := range l.Features {
+			if f.Properties["name"] == name {
+				return f.Geometry.Bound(), true
+			}
+		}
+	}
+	return orb.Bound{}, false
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 0.01 }
+
+// TestWriteThenReadEveryReplica moves a fence through a write route on one
+// replica and reads its tile from the others straight after the answer:
+// every read must show the new geometry, never a cached older one.
+func TestWriteThenReadEveryReplica(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t) + ":"
+	replicas := make([]replica, 3)
+	for i := range replicas {
+		replicas[i] = newReplica(t, db, rdb, prefix, Options{})
+	}
+	// The write route, as the geofence API wires it: SyncVersions around
+	// a handler that commits the change.
+	writer := gin.New()
+	writer.PUT("/fence/:west", replicas[0].h.SyncVersions(), func(c *gin.Context) {
+		var west float64
+		fmt.Sscan(c.Param("west"), &west)
+		_, err := db.Exec(c.Request.Context(),
+			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
+		if err != nil {
+			c.AbortWithStatus(500)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	})
+	tl := tileOf(13.41, 52.52, 6)
+	path := tilePath("geofences", tl)
+	for round := range 15 {
+		// Warm every replica's view of the tile at the current version.
+		for _, rp := range replicas {
+			rp.get(t, path)
+		}
+		west := 12.6 + float64(round%5)*0.1 + float64(round)*0.001
+		w := httptest.NewRecorder()
+		writer.ServeHTTP(w, httptest.NewRequest(http.MethodPut, fmt.Sprintf("/fence/%v", west), nil))
+		if w.Code != http.StatusNoContent {
+			t.Fatalf("write = %d", w.Code)
+		}
+		for i, rp := range replicas {
+			r := rp.get(t, path)
+			b, ok := fenceBound(t, decode(t, r.Body.Bytes(), tl), "berlin-box")
+			if !ok || !near(b.Min[0], west) {
+				t.Fatalf("round %d replica %d (%s): berlin-box west edge = %v (found %v), want %v", round, i, r.Header().Get("X-Cache"), b.Min[0], ok, west)
+			}
+		}
+	}
+}
+
+// TestPlainSQLInvalidates changes a place with plain SQL, which reaches
+// the replicas through NOTIFY: the tile shows the change shortly after.
+func TestPlainSQLInvalidates(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	tl := tileOf(13.41, 52.52, 10)
+	path := tilePath("places", tl)
+	for i, want := range []string{"MISS", "HIT"} {
+		if w := rp.get(t, path); w.Header().Get("X-Cache") != want {
+			t.Fatalf("GET #%d X-Cache = %q, want %q", i, w.Header().Get("X-Cache"), want)
+		}
+	}
+	if _, err := db.Exec(context.Background(), "UPDATE places SET name = 'Berlin-Mitte' WHERE name = 'Berlin'"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w := rp.get(t, path)
+		names := featureNames(decode(t, w.Body.Bytes(), tl), "places")
+		if names["Berlin-Mitte"] != nil && names["Berlin"] == nil {
+			if w.Header().Get("X-Cache") != "MISS" {
+				t.Errorf("first fresh tile X-Cache = %q, want MISS", w.Header().Get("X-Cache"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s the tile still shows %v", names)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestListenerCatchesUp checks the versions a replica learns: through
+// NOTIFY, and by re-reading them all after its connection is cut.
+func TestListenerCatchesUp(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, nil, "", Options{})
+	v := rp.h.Versions()
+	start := v.Local("places")
+	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('x', ST_SetSRID(ST_MakePoint(1, 1), 4326))"); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, v, "places", start+1)
+	// Cut the listener and write while it is away.
+	if _, err := db.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN geogate_tiles' AND datname = current_database()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), "DELETE FROM places WHERE name = 'x'"); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, v, "places", start+2)
+}
+
+func waitVersion(t *testing.T, v *Versions, table string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for v.Local(table) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("version of %s = %d after 10s, want %d", table, v.Local(table), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSingleflight holds the table locked while many requests for one
+// uncached tile arrive, then lets them go: one render serves them all.
+func TestSingleflight(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, nil, "", Options{})
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	path := tilePath("places", tileOf(13.41, 52.52, 8))
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = rp.get(t, path).Code
+		}()
+	}
+	waitFor(t, func() bool { return rp.h.renders.Load() >= 1 })
+	time.Sleep(200 * time.Millisecond) // let the other requests join
+	_ = tx.Rollback(ctx)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("request %d = %d, want 200", i, c)
+		}
+	}
+	if got := rp.h.renders.Load(); got != 1 {
+		t.Errorf("renders = %d for %d concurrent requests, want 1", got, n)
+	}
+}
+
+// TestDisconnectCancelsRender: a client that goes away while its tile is
+// blocked in PostgreSQL leaves no query behind.
+func TestDisconnectCancelsRender(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, nil, "", Options{})
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		req := httptest.NewRequest(http.MethodGet, tilePath("places", Tile{4, 8, 5}), nil).WithContext(rctx)
+		w := httptest.NewRecorder()
+		rp.r.ServeHTTP(w, req)
+		done <- w.Code
+	}()
+	waitFor(t, func() bool { return blockedRenders(t, db) == 1 })
+	cancel()
+	<-done
+	waitFor(t, func() bool { return blockedRenders(t, db) == 0 })
+}
+
+// blockedRenders counts tile queries waiting for a lock in db's database.
+func blockedRenders(t *testing.T, db *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	err := db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%ST_AsMVT%'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met after 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
