@@ -53,6 +53,9 @@ func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, 
 	}
 	return func(c *gin.Context) {
 		id := identity(c)
+		if id == "" {
+			id = DefaultIdentity(c)
+		}
 		r := Request{Policy: policy, Identity: id, Cost: 1}
 		if cost != nil {
 			r.Cost = cost(c)

@@ -129,3 +129,48 @@ func TestInProcessOnly(t *testing.T) {
 		t.Fatalf("11th = %+v, %v; want rejected locally, retry in 60s", d, err)
 	}
 }
+
+func TestMetricsAreRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l, err := New(testenv.Redis(t), DefaultPolicies(), Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := testenv.Prefix(t)
+	for range 11 {
+		if _, err := l.Allow(context.Background(), "geofence", id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+		if mf.GetName() == "geogate_ratelimit_decisions_total" {
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					labels[lp.GetName()] = lp.GetValue()
+				}
+				if labels["policy"] == "geofence" && labels["backend"] == "redis" {
+					want := map[string]float64{"allowed": 10, "rejected": 1}[labels["outcome"]]
+					if m.GetCounter().GetValue() != want {
+						t.Errorf("decisions %v = %v, want %v", labels, m.GetCounter().GetValue(), want)
+					}
+				}
+			}
+		}
+	}
+	for _, name := range []string{
+		"geogate_ratelimit_decisions_total", "geogate_ratelimit_redis_duration_seconds",
+		"geogate_ratelimit_script_reloads_total", "geogate_ratelimit_fallback_activations_total",
+		"geogate_ratelimit_breaker_open",
+	} {
+		if !got[name] {
+			t.Errorf("metric %s not registered", name)
+		}
+	}
+}
