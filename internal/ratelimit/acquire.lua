@@ -9,6 +9,8 @@
 -- ARGV[4]  this request's token
 --
 -- Returns {acquired, in_flight}.
+-- Redis < 5 must replicate effects, not the script, as it reads TIME.
+if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local now
 if ARGV[1] == '' then

@@ -13,6 +13,8 @@
 --
 -- Returns the same shape as log.lua: {admitted, now, then per window:
 -- used, reset_us, retry_us}; used is limit minus the whole units left.
+-- Redis < 5 must replicate effects, not the script, as it reads TIME.
+if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local nowus
 if ARGV[1] == '' then

@@ -63,14 +63,8 @@ func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, 
 		if m.tier != nil {
 			r.Tier = m.tier(c)
 		}
-		d, err := l.Check(c.Request.Context(), r)
-		if err != nil {
-			httpx.Abort(c, err)
-			return
-		}
-		if !Respond(c, d) {
-			return
-		}
+		// The in-flight slot first: a request refused for concurrency then
+		// spends none of the rate budget.
 		release, ok, err := l.Acquire(c.Request.Context(), policy, id)
 		if err != nil {
 			httpx.Abort(c, err)
@@ -82,6 +76,16 @@ func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, 
 				Detail:           "Too many requests in flight at once.",
 				ViolatedPolicies: []string{policy + "-concurrency"},
 			})
+			return
+		}
+		d, err := l.Check(c.Request.Context(), r)
+		if err != nil {
+			release()
+			httpx.Abort(c, err)
+			return
+		}
+		if !Respond(c, d) {
+			release()
 			return
 		}
 		defer release()

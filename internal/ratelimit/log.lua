@@ -16,6 +16,8 @@
 -- used counts the window's units after the decision, reset_us is when its
 -- oldest unit leaves and retry_us when enough have left for the cost to fit
 -- (0 for windows with room or a cost above the limit).
+-- Redis < 5 must replicate effects, not the script, as it reads TIME.
+if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local now
 if ARGV[1] == '' then
