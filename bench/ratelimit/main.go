@@ -32,8 +32,9 @@ func main() {
 	dur := flag.Duration("d", 5*time.Second, "duration of each throughput run")
 	runs := flag.Int("runs", 3, "alternating runs of each side; the median is reported")
 	keys := flag.Int("keys", 1000, "distinct identities")
+	pipeline := flag.Int("pipeline", 16, "also measure Options.Pipeline at this depth (0: skip)")
 	flag.Parse()
-	if err := run(*url, *conc, *dur, *runs, *keys); err != nil {
+	if err := run(*url, *conc, *dur, *runs, *keys, *pipeline); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/ratelimit:", err)
 		os.Exit(1)
 	}
@@ -89,7 +90,7 @@ func median(xs []stats) stats {
 	return xs[len(xs)/2]
 }
 
-func run(url string, conc int, dur time.Duration, runs, nkeys int) error {
+func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) error {
 	ctx := context.Background()
 	c, err := rdb.Open(ctx, url, time.Second)
 	if err != nil {
@@ -131,10 +132,22 @@ func run(url string, conc int, dur time.Duration, runs, nkeys int) error {
 		_, err := l.Allow(ctx, "bench", ids[(w*7919+i)%nkeys], 1)
 		return err
 	}
-	var rawS, limS []stats
+	lp, err := ratelimit.New(c, policies, ratelimit.Options{Timeout: time.Second, Pipeline: pipeline})
+	if err != nil {
+		return err
+	}
+	defer lp.Close()
+	limPiped := func(ctx context.Context, w, i int) error {
+		_, err := lp.Allow(ctx, "bench", ids[(w*7919+i)%nkeys], 1)
+		return err
+	}
+	var rawS, limS, pipeS []stats
 	for range runs {
 		rawS = append(rawS, measure(conc, dur, raw))
 		limS = append(limS, measure(conc, dur, lim))
+		if pipeline > 1 {
+			pipeS = append(pipeS, measure(conc, dur, limPiped))
+		}
 	}
 	r, m := median(rawS), median(limS)
 	fmt.Printf("## Rate limiter vs the bare script (concurrency %d, %d identities, limit 100/1s, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
@@ -145,7 +158,14 @@ func run(url string, conc int, dur time.Duration, runs, nkeys int) error {
 	}
 	row("log.lua via go-redis Script.Run", r)
 	row("ratelimit.Limiter.Allow", m)
-	fmt.Printf("\nLimiter throughput: %.1f%% of the bare script (goal: at least 90%%).\n\n", 100*m.rps/r.rps)
+	if pipeline > 1 {
+		row(fmt.Sprintf("ratelimit.Limiter.Allow, Options.Pipeline=%d", pipeline), median(pipeS))
+	}
+	fmt.Printf("\nLimiter throughput: %.1f%% of the bare script (goal: at least 90%%).", 100*m.rps/r.rps)
+	if pipeline > 1 {
+		fmt.Printf(" Pipelined: %.1f%%.", 100*median(pipeS).rps/r.rps)
+	}
+	fmt.Print("\n\n")
 
 	if err := roundTrips(ctx, url, run); err != nil {
 		return err

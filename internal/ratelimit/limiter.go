@@ -40,6 +40,12 @@ type Options struct {
 	// Redis again and the first success closes it.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// Pipeline, when above 1, sends the script calls of concurrent
+	// decisions together, up to this many per round trip, from
+	// PipelineWorkers (default 4) senders. It trades a little latency at
+	// low load for throughput at high load. Close stops the senders.
+	Pipeline        int
+	PipelineWorkers int
 }
 
 // Limiter decides whether requests fit their policy's limits. It is safe
@@ -55,8 +61,9 @@ type Limiter struct {
 	proc     string
 	seq      atomic.Uint64
 
-	logMu   sync.Mutex
-	lastLog map[string]time.Time
+	closeOnce sync.Once
+	logMu     sync.Mutex
+	lastLog   map[string]time.Time
 }
 
 // ErrUnknownPolicy is returned for a policy name that is not configured.
@@ -107,6 +114,12 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 	if rdb != nil {
 		l.redis = newRedisStore(rdb)
 		l.redis.onReload = l.m.reloads.Inc
+		if o.Pipeline > 1 {
+			if o.PipelineWorkers <= 0 {
+				o.PipelineWorkers = 4
+			}
+			l.redis.batch = newBatcher(rdb, o.Pipeline, o.PipelineWorkers, o.Timeout, l.m.reloads.Inc)
+		}
 		obs := map[string][2]prometheus.Observer{}
 		for _, op := range []string{"log", "counter", "acquire", "release"} {
 			obs[op] = [2]prometheus.Observer{l.m.redisDur.WithLabelValues(op, "ok"), l.m.redisDur.WithLabelValues(op, "error")}
@@ -130,6 +143,16 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 		l.log.Info("ratelimit: redis is back, limiting through redis again")
 	}
 	return l, nil
+}
+
+// Close stops the pipeline senders, if any; decisions after Close fall
+// back as when Redis is unavailable.
+func (l *Limiter) Close() {
+	l.closeOnce.Do(func() {
+		if l.redis != nil && l.redis.batch != nil {
+			l.redis.batch.close()
+		}
+	})
 }
 
 // processID is random per process, so that log members written by

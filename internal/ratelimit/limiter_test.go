@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -136,4 +137,34 @@ func metricSum(c prometheus.Collector) float64 {
 		}
 	}
 	return sum
+}
+
+func TestPipelinedDecisionsStayExact(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ws, _ := ParseWindows("10/1m,15/1h")
+	ps := map[string]Policy{"p": {Windows: ws, Algorithm: Log, Failure: FailClosed}}
+	reg := prometheus.NewRegistry()
+	l, err := New(rdb, ps, Options{Registerer: reg, Timeout: time.Second, Pipeline: 16, PipelineWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	prefix := testenv.Prefix(t)
+	for trial := range 10 {
+		if trial == 5 {
+			if err := rdb.ScriptFlush(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := concurrentAdmissions(t, l, fmt.Sprintf("%s-%d", prefix, trial), 50); n != 10 {
+			t.Fatalf("trial %d: pipelined: admitted %d of 50, want exactly 10", trial, n)
+		}
+	}
+	if n := metricSum(l.m.reloads); n < 1 {
+		t.Errorf("script reloads = %v after SCRIPT FLUSH, want >= 1", n)
+	}
+	l.Close()
+	if _, err := l.Allow(context.Background(), "p", prefix, 1); apperr.KindOf(err) != apperr.Unavailable {
+		t.Errorf("after Close: err = %v, want Unavailable (fail closed)", err)
+	}
 }

@@ -55,6 +55,8 @@ type redisStore struct {
 	onReload func()
 	// observe records the duration and result of one Redis call.
 	observe func(op string, d time.Duration, err error)
+	// batch, when set, pipelines concurrent calls.
+	batch *batcher
 }
 
 func newRedisStore(c redis.UniversalClient) *redisStore {
@@ -73,10 +75,16 @@ func newRedisStore(c redis.UniversalClient) *redisStore {
 // normally, two after a restart, failover or SCRIPT FLUSH.
 func (s *redisStore) run(ctx context.Context, op string, sc *redis.Script, keys []string, args ...any) (any, error) {
 	start := time.Now()
-	v, err := sc.EvalSha(ctx, s.c, keys, args...).Result()
-	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
-		s.onReload()
-		v, err = sc.Eval(ctx, s.c, keys, args...).Result()
+	var v any
+	var err error
+	if s.batch != nil {
+		v, err = s.batch.do(ctx, sc, keys, args)
+	} else {
+		v, err = sc.EvalSha(ctx, s.c, keys, args...).Result()
+		if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+			s.onReload()
+			v, err = sc.Eval(ctx, s.c, keys, args...).Result()
+		}
 	}
 	if errors.Is(err, redis.Nil) {
 		err = nil
