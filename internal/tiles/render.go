@@ -69,6 +69,10 @@ func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (
 	return out, nil
 }
 
+// SQL returns the statement and arguments Render runs for tile t of l
+// (unscoped), so that benchmarks can run the identical query.
+func (r *Renderer) SQL(l *Layer, t Tile) (string, []any) { return r.query(l, t, nil) }
+
 // query picks the layer's statement for t and binds its parameters.
 func (r *Renderer) query(l *Layer, t Tile, scope []byte) (string, []any) {
 	minLng, minLat, maxLng, maxLat := t.Bounds(float64(r.buffer) / float64(r.extent))
