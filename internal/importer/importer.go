@@ -1,0 +1,119 @@
+// Package importer loads GeoJSON FeatureCollections, newline-delimited
+// GeoJSON and JSON arrays of cities records into the places and geofences
+// layers. Input is streamed: memory stays flat whatever the file size.
+// Rows go to PostgreSQL through binary COPY inside one transaction, so an
+// import either loads completely or leaves the layer as it was.
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Layer is a table features are imported into.
+type Layer string
+
+// The layers. Places holds Points, Geofences MultiPolygons (Polygons are
+// promoted).
+const (
+	Places    Layer = "places"
+	Geofences Layer = "geofences"
+)
+
+// ParseLayer returns the layer named s.
+func ParseLayer(s string) (Layer, error) {
+	switch l := Layer(s); l {
+	case Places, Geofences:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown layer %q: want places or geofences", s)
+}
+
+// Options say how to import.
+type Options struct {
+	Layer Layer
+	// Replace swaps the layer's whole content for the input's in one
+	// transaction. Readers of the layer wait for it rather than see it
+	// empty or half loaded.
+	Replace bool
+	// IfEmpty imports nothing when the layer already has rows.
+	IfEmpty bool
+	// SkipBad skips features that cannot be loaded instead of rolling the
+	// whole import back. Input that is not valid JSON as a whole (a broken
+	// FeatureCollection) still stops the import.
+	SkipBad bool
+	// NameProperty is the property that gives each feature its name. When
+	// empty: "name", "NAME" or "Name", else the first string property,
+	// else the feature id, else "".
+	NameProperty string
+}
+
+// Result reports an import.
+type Result struct {
+	Format Format
+	// Rows is the number of rows loaded.
+	Rows int64
+	// Skipped counts the features skipped with SkipBad; Bad holds the
+	// first maxReported of them.
+	Skipped int
+	Bad     []*FeatureError
+	// NotEmpty is set when IfEmpty found rows and nothing was imported.
+	NotEmpty bool
+}
+
+// maxReported bounds Result.Bad.
+const maxReported = 100
+
+// ErrEmptyInput means the input held no bytes at all.
+var ErrEmptyInput = errors.New("input is empty")
+
+// Import reads features from r and loads them into the layer. A bad
+// feature is returned as a *FeatureError naming its position, and nothing
+// is loaded unless SkipBad is set.
+func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Result, error) {
+	if _, err := ParseLayer(string(o.Layer)); err != nil {
+		return Result{}, err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("database: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("database: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	l := &loader{tx: tx, layer: o.Layer}
+	bulk, proceed, err := l.prepare(ctx, o)
+	if err != nil || !proceed {
+		return Result{NotEmpty: !proceed && err == nil}, err
+	}
+	src, err := newSource(r)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Format: src.format()}
+	p := newPipeline(ctx, src, &converter{layer: o.Layer, nameProp: o.NameProperty}, o.SkipBad)
+	n, copyErr := l.copy(ctx, bulk, p)
+	perr := p.wait()
+	res.Skipped, res.Bad = p.skipped, p.bad
+	if perr != nil { // the input's error explains a failed COPY
+		return res, perr
+	}
+	if copyErr != nil {
+		return res, copyErr
+	}
+	if err := l.finish(ctx, bulk); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	res.Rows = n
+	return res, nil
+}
