@@ -170,7 +170,8 @@ func TestRetryAfterIsExact(t *testing.T) {
 }
 
 // TestRetryAfterRealClock checks the whole-second Retry-After against the
-// Redis clock: waiting it out succeeds, 100ms short of the exact time fails.
+// Redis clock: waiting it out succeeds, 300ms short of the exact time fails
+// (TestRetryAfterIsExact checks to the microsecond on the caller clock).
 func TestRetryAfterRealClock(t *testing.T) {
 	rdb := testenv.Redis(t)
 	l := newLimiter(t, rdb, Log, "10/1s")
@@ -189,9 +190,9 @@ func TestRetryAfterRealClock(t *testing.T) {
 	if s := d.RetryAfterSeconds(); s != 1 {
 		t.Errorf("Retry-After = %d, want 1", s)
 	}
-	time.Sleep(d.RetryAfter - 100*time.Millisecond - time.Since(start))
+	time.Sleep(d.RetryAfter - 300*time.Millisecond - time.Since(start))
 	if e, _ := l.Allow(ctx, "p", id, 1); e.Allowed {
-		t.Fatalf("admitted 100ms before RetryAfter %v", d.RetryAfter)
+		t.Fatalf("admitted 300ms before RetryAfter %v", d.RetryAfter)
 	}
 	time.Sleep(time.Until(start.Add(time.Duration(d.RetryAfterSeconds()) * time.Second)))
 	if e, _ := l.Allow(ctx, "p", id, 1); !e.Allowed {
