@@ -4,3 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "no benchmarks yet"
 bench/ratelimit.sh
+bench/auth.sh
