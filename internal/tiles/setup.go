@@ -2,6 +2,9 @@ package tiles
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +38,13 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	if d.KeyPrefix == "" {
 		d.KeyPrefix = DefaultKeyPrefix
 	}
+	// Databases sharing one Redis (staging and production, test databases)
+	// must not read each other's versions or tiles.
+	dbID, err := databaseID(ctx, d.DB)
+	if err != nil {
+		return nil, err
+	}
+	d.KeyPrefix += dbID + ":"
 	if d.RedisTimeout <= 0 {
 		d.RedisTimeout = 100 * time.Millisecond
 	}
@@ -55,6 +65,21 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	h.o.RenderTimeout = cfg.RenderTimeout
 	h.o.PublicURL = cfg.PublicURL
 	return h, nil
+}
+
+// databaseID is a short hash naming the database: its cluster's system
+// identifier (when the role may read it), its oid and its name.
+func databaseID(ctx context.Context, db *pgxpool.Pool) (string, error) {
+	var oid uint32
+	var name string
+	err := db.QueryRow(ctx, "SELECT oid, datname FROM pg_database WHERE datname = current_database()").Scan(&oid, &name)
+	if err != nil {
+		return "", fmt.Errorf("tiles: identify database: %w", err)
+	}
+	var sysID int64
+	_ = db.QueryRow(ctx, "SELECT system_identifier FROM pg_control_system()").Scan(&sysID)
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%s", sysID, oid, name))
+	return hex.EncodeToString(sum[:5]), nil
 }
 
 // Versions returns the layer versions, whose Sync a write path calls after
