@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 echo "no benchmarks yet"
 bench/ratelimit.sh
 bench/auth.sh
+bench/tiles.sh
