@@ -185,7 +185,7 @@ func (s *SpatialScope) finish(mp *geom.MultiPolygon, raw []byte) (*SpatialScope,
 
 // ParseSpatialScope parses a scope from JSON: null (the whole world, nil),
 // an array [minLng,minLat,maxLng,maxLat], or a GeoJSON Polygon or
-// MultiPolygon geometry.
+// MultiPolygon geometry (or a Feature holding one).
 func ParseSpatialScope(data []byte) (*SpatialScope, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
@@ -197,6 +197,14 @@ func ParseSpatialScope(data []byte) (*SpatialScope, error) {
 			return nil, ErrBadScope
 		}
 		return NewBBoxScope(bb[0], bb[1], bb[2], bb[3])
+	}
+	// A Feature stands for its geometry (files exported by GIS tools).
+	var f struct {
+		Type     string          `json:"type"`
+		Geometry json.RawMessage `json:"geometry"`
+	}
+	if json.Unmarshal(data, &f) == nil && f.Type == "Feature" {
+		data = f.Geometry
 	}
 	var g geom.T
 	if err := geojson.Unmarshal(data, &g); err != nil {

@@ -180,6 +180,13 @@ func TestParseSpatialScope(t *testing.T) {
 	if s, err := ParseSpatialScope([]byte(" null ")); s != nil || err != nil {
 		t.Errorf("ParseSpatialScope(null) = %v, %v; want the whole world", s, err)
 	}
+	f := mustScope(t, `{"type":"Feature","properties":{},"geometry":`+lShape+`}`)
+	if f.Hash() != mustScope(t, lShape).Hash() {
+		t.Errorf("a Feature scope differs from its geometry")
+	}
+	if _, err := ParseSpatialScope([]byte(`{"type":"Feature","geometry":null}`)); err == nil {
+		t.Errorf("a Feature without geometry parsed")
+	}
 	z := mustScope(t, `{"type":"Polygon","coordinates":[[[0,0,5],[1,0,5],[1,1,5],[0,0,5]]]}`)
 	if !z.ContainsBBox(0.6, 0.1, 0.9, 0.3) {
 		t.Errorf("a 3D polygon scope does not work in 2D")
