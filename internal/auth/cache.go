@@ -75,7 +75,17 @@ func (c *KeyCache) Verify(ctx context.Context, secret string) (Key, error) {
 	return e.key, nil
 }
 
+// fill looks h up and remembers the answer. Other requests may be waiting
+// on this lookup, so it keeps the deadline of the request that started it
+// but not its cancellation.
 func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+		defer cancel()
+	} else {
+		ctx = context.WithoutCancel(ctx)
+	}
 	k, err := c.lookup.ByHash(ctx, h)
 	found := true
 	if errors.Is(err, ErrKeyNotFound) {
