@@ -100,3 +100,24 @@ func TestETagMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTile: whatever the path segments, ParseTile accepts only tiles
+// that exist, and their bounds are a proper box inside the world.
+func FuzzParseTile(f *testing.F) {
+	for _, s := range [][3]string{{"0", "0", "0"}, {"4", "8", "5"}, {"30", "1073741823", "0"}, {"-1", "0", "0"}, {"01", "1", "1"}, {"2", "+1", "0"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, z, x, y string) {
+		tl, ok := ParseTile(z, x, y)
+		if !ok {
+			return
+		}
+		if tl.Z < 0 || tl.Z > MaxZoom || tl.X < 0 || tl.Y < 0 || tl.X >= 1<<tl.Z || tl.Y >= 1<<tl.Z {
+			t.Fatalf("ParseTile(%q, %q, %q) = %v, which does not exist", z, x, y, tl)
+		}
+		a, b, c, d := tl.Bounds(0.0156)
+		if !(a < c && b < d && a >= -180 && c <= 180 && b >= -85.06 && d <= 85.06) {
+			t.Fatalf("%v.Bounds = %v %v %v %v", tl, a, b, c, d)
+		}
+	})
+}
