@@ -54,7 +54,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// Every route below is authenticated: the identity (API key, bearer
 	// token, or the client address) is in the request for Require, the
 	// limiter and the spatial scope checks.
-	authn, err := auth.New(ctx, cfg.Auth, d.db, cfg.DB.QueryTimeout, log)
+	authn, err := auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, LookupTimeout: cfg.DB.QueryTimeout, Log: log, Registerer: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestClientIP(t *testing.T) {
@@ -162,4 +164,51 @@ func TestBearerToken(t *testing.T) {
 			t.Errorf("BearerToken(%.40q) = %q, %v; want %q, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
+}
+
+func TestOutcomeMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := NewAuthenticator(Options{AnonymousScopes: ReadScopes, Registerer: reg})
+	h := testRouter(a)
+	do(t, h, "GET", "/within", nil, "203.0.113.9:1")
+	do(t, h, "GET", "/within", map[string]string{"x-api-key": "nope"}, "")
+	do(t, h, "GET", "/within", map[string]string{"x-api-key": "nope"}, "")
+	do(t, h, "GET", "/within", map[string]string{"x-api-key": "k", "Authorization": "Bearer a.b.c"}, "")
+	for _, tc := range []struct {
+		method, result string
+		want           float64
+	}{
+		{"anonymous", "ok", 1},
+		{"key", "rejected", 2},
+		{"both", "rejected", 1},
+		{"bearer", "ok", 0},
+	} {
+		if got := counterValue(t, reg, tc.method, tc.result); got != tc.want {
+			t.Errorf("geogate_auth_requests_total{%s,%s} = %v, want %v", tc.method, tc.result, got, tc.want)
+		}
+	}
+}
+
+// counterValue reads geogate_auth_requests_total{method, result} from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, method, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "geogate_auth_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["method"] == method && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

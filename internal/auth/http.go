@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
@@ -26,6 +27,7 @@ type Authenticator struct {
 	keys       KeyVerifier
 	tokens     *TokenVerifier
 	timeout    time.Duration
+	outcomes   *prometheus.CounterVec
 }
 
 // KeyVerifier finds the API key a secret belongs to. It returns an
@@ -47,6 +49,8 @@ type Options struct {
 	Tokens *TokenVerifier
 	// Timeout bounds one verification (a database lookup on a cache miss).
 	Timeout time.Duration
+	// Registerer, if set, receives geogate_auth_requests_total{method,result}.
+	Registerer prometheus.Registerer
 }
 
 // NewAuthenticator returns an Authenticator with options o.
@@ -54,7 +58,42 @@ func NewAuthenticator(o Options) *Authenticator {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
-	return &Authenticator{anonScopes: o.AnonymousScopes, trusted: o.Trusted, keys: o.Keys, tokens: o.Tokens, timeout: o.Timeout}
+	a := &Authenticator{anonScopes: o.AnonymousScopes, trusted: o.Trusted, keys: o.Keys, tokens: o.Tokens, timeout: o.Timeout}
+	if o.Registerer != nil {
+		a.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geogate_auth_requests_total",
+			Help: "Requests by credential presented (key, bearer, anonymous, both) and result (ok, rejected, unavailable).",
+		}, []string{"method", "result"})
+		o.Registerer.MustRegister(a.outcomes)
+	}
+	return a
+}
+
+// count records the outcome of authenticating r.
+func (a *Authenticator) count(r *http.Request, err error) {
+	if a.outcomes == nil {
+		return
+	}
+	_, key := r.Header["X-Api-Key"]
+	_, bearer := r.Header["Authorization"]
+	method := "anonymous"
+	switch {
+	case key && bearer:
+		method = "both"
+	case key:
+		method = "key"
+	case bearer:
+		method = "bearer"
+	}
+	result := "ok"
+	switch {
+	case err == nil:
+	case apperr.KindOf(err) == apperr.Unauthenticated:
+		result = "rejected"
+	default:
+		result = "unavailable"
+	}
+	a.outcomes.WithLabelValues(method, result).Inc()
 }
 
 // Authenticate returns the identity of r. A request with neither an
@@ -168,6 +207,7 @@ func BearerToken(h string) (string, error) {
 func (a *Authenticator) Middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := a.Authenticate(c.Request.Context(), c.Request)
+		a.count(c.Request, err)
 		if err != nil {
 			abortAuth(c, err)
 			return

@@ -8,15 +8,27 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/config"
 )
 
+// Deps are what New builds an Authenticator from.
+type Deps struct {
+	// DB holds the api_keys table; nil refuses every API key.
+	DB *pgxpool.Pool
+	// LookupTimeout bounds one key lookup in DB.
+	LookupTimeout time.Duration
+	Log           *slog.Logger
+	// Registerer, if set, receives the auth metrics.
+	Registerer prometheus.Registerer
+}
+
 // New builds the Authenticator the configuration describes: API keys from
-// db behind a KeyCache, bearer tokens with the HS256 secret and/or a JWKS
-// (loaded now, and refreshed until ctx ends). lookupTimeout bounds one
-// key lookup.
-func New(ctx context.Context, cfg config.Auth, db *pgxpool.Pool, lookupTimeout time.Duration, log *slog.Logger) (*Authenticator, error) {
+// the database behind a KeyCache, bearer tokens with the HS256 secret
+// and/or a JWKS (loaded now, and refreshed until ctx ends).
+func New(ctx context.Context, cfg config.Auth, d Deps) (*Authenticator, error) {
+	log := d.Log
 	for _, s := range cfg.AnonymousScopes {
 		if !slices.Contains(AllScopes, s) {
 			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: unknown scope %q (known: %v, or none)", s, AllScopes)
@@ -50,14 +62,15 @@ func New(ctx context.Context, cfg config.Auth, db *pgxpool.Pool, lookupTimeout t
 		return nil, err
 	}
 	var keys KeyVerifier
-	if db != nil {
-		keys = NewKeyCache(NewStore(db), cfg.KeyCacheTTL, cfg.KeyCacheSize)
+	if d.DB != nil {
+		keys = NewKeyCache(NewStore(d.DB), cfg.KeyCacheTTL, cfg.KeyCacheSize)
 	}
 	return NewAuthenticator(Options{
 		AnonymousScopes: cfg.AnonymousScopes,
 		Trusted:         trusted,
 		Keys:            keys,
 		Tokens:          tokens,
-		Timeout:         lookupTimeout,
+		Timeout:         d.LookupTimeout,
+		Registerer:      d.Registerer,
 	}), nil
 }
