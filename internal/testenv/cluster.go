@@ -56,6 +56,7 @@ func (p *RedisProcess) Start() error {
 	}, p.args...)
 	cmd := osexec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %v", err)
 	}
