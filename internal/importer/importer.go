@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -89,7 +90,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 	l := &loader{tx: tx, layer: o.Layer}
-	bulk, proceed, err := l.prepare(ctx, o)
+	proceed, err := l.prepare(ctx, o)
 	if err != nil || !proceed {
 		return Result{NotEmpty: !proceed && err == nil}, err
 	}
@@ -98,8 +99,12 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 		return Result{}, err
 	}
 	res := Result{Format: src.format()}
-	p := newPipeline(ctx, src, &converter{layer: o.Layer, nameProp: o.NameProperty}, o.SkipBad)
-	n, copyErr := l.copy(ctx, bulk, p)
+	first, err := l.firstID(ctx)
+	if err != nil {
+		return res, err
+	}
+	p := newPipeline(ctx, src, &converter{layer: o.Layer, nameProp: o.NameProperty}, o.SkipBad, first)
+	n, copyErr := l.copy(ctx, p, first)
 	perr := p.wait()
 	res.Skipped, res.Bad = p.skipped, p.bad
 	if perr != nil { // the input's error explains a failed COPY
@@ -108,7 +113,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 	if copyErr != nil {
 		return res, copyErr
 	}
-	if err := l.finish(ctx, bulk); err != nil {
+	if err := l.finish(ctx); err != nil {
 		return res, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -116,4 +121,16 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 	}
 	res.Rows = n
 	return res, nil
+}
+
+// Analyze refreshes the planner's statistics for a layer. Import leaves
+// that to autovacuum; call it when queries follow at once (test templates).
+func Analyze(ctx context.Context, pool *pgxpool.Pool, layer Layer) error {
+	if _, err := ParseLayer(string(layer)); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE "+pgx.Identifier{string(layer)}.Sanitize()); err != nil {
+		return fmt.Errorf("analyze %s: %w", layer, err)
+	}
+	return nil
 }

@@ -13,51 +13,52 @@ type loader struct {
 	tx      pgx.Tx
 	layer   Layer
 	indexes []string // definitions of the indexes dropped for a bulk load
+	seq     string   // the id column's sequence
 }
 
 // prepare locks the layer and decides how to load it. A bulk load (the
 // layer is replaced or empty) truncates the table and drops its secondary
 // indexes, to rebuild them once after COPY: much faster than growing
 // them row by row. proceed is false when IfEmpty found rows.
-func (l *loader) prepare(ctx context.Context, o Options) (bulk, proceed bool, err error) {
+func (l *loader) prepare(ctx context.Context, o Options) (proceed bool, err error) {
 	table := pgx.Identifier{string(l.layer)}.Sanitize()
 	// The import transaction needs no durability wait at commit beyond
 	// the WAL flush that follows shortly; a crash before it loses only
 	// this import, never earlier data.
 	if _, err := l.tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-		return false, false, fmt.Errorf("database: %w", err)
+		return false, fmt.Errorf("database: %w", err)
 	}
 	if _, err := l.tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
-		return false, false, fmt.Errorf("database: %w", err)
+		return false, fmt.Errorf("database: %w", err)
 	}
-	bulk = o.Replace
+	bulk := o.Replace
 	if !o.Replace {
 		// Writers wait; readers go on until the bulk path needs more.
 		if _, err := l.tx.Exec(ctx, "LOCK TABLE "+table+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-			return false, false, fmt.Errorf("lock %s: %w", l.layer, err)
+			return false, fmt.Errorf("lock %s: %w", l.layer, err)
 		}
 		var empty bool
 		if err := l.tx.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+table+")").Scan(&empty); err != nil {
-			return false, false, fmt.Errorf("database: %w", err)
+			return false, fmt.Errorf("database: %w", err)
 		}
 		if !empty && o.IfEmpty {
-			return false, false, nil
+			return false, nil
 		}
 		bulk = empty
 	}
 	if !bulk {
-		return false, true, nil
+		return true, nil
 	}
 	if _, err := l.tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		return false, false, fmt.Errorf("lock %s: %w", l.layer, err)
+		return false, fmt.Errorf("lock %s: %w", l.layer, err)
 	}
 	if err := l.dropIndexes(ctx, table); err != nil {
-		return false, false, err
+		return false, err
 	}
 	if _, err := l.tx.Exec(ctx, "TRUNCATE "+table); err != nil {
-		return false, false, fmt.Errorf("truncate %s: %w", l.layer, err)
+		return false, fmt.Errorf("truncate %s: %w", l.layer, err)
 	}
-	return true, true, nil
+	return true, nil
 }
 
 // indexesSQL lists a table's indexes that back no constraint.
@@ -94,26 +95,41 @@ func (l *loader) dropIndexes(ctx context.Context, table string) error {
 	return nil
 }
 
-// copy streams the rows through binary COPY.
-func (l *loader) copy(ctx context.Context, bulk bool, src pgx.CopyFromSource) (int64, error) {
-	n, err := l.tx.CopyFrom(ctx, pgx.Identifier{string(l.layer)}, []string{"name", "properties", "geom"}, src)
+// firstID returns the next id of the layer's sequence. The rows get
+// consecutive ids from there, assigned by the client: cheaper than a
+// nextval per row, and safe because the lock held keeps other writers
+// out until the sequence is moved past them (see copy).
+func (l *loader) firstID(ctx context.Context) (int64, error) {
+	var id int64
+	err := l.tx.QueryRow(ctx, "SELECT pg_get_serial_sequence($1, 'id'), nextval(pg_get_serial_sequence($1, 'id'))",
+		string(l.layer)).Scan(&l.seq, &id)
+	if err != nil {
+		return 0, fmt.Errorf("database: %w", err)
+	}
+	return id, nil
+}
+
+// copy streams the rows through binary COPY, then moves the id sequence
+// past the ids used.
+func (l *loader) copy(ctx context.Context, src pgx.CopyFromSource, first int64) (int64, error) {
+	n, err := l.tx.CopyFrom(ctx, pgx.Identifier{string(l.layer)}, []string{"id", "name", "properties", "geom"}, src)
 	if err != nil {
 		return n, fmt.Errorf("copy into %s: %w", l.layer, err)
+	}
+	if n > 0 {
+		if _, err := l.tx.Exec(ctx, "SELECT setval($1, $2)", l.seq, first+n-1); err != nil {
+			return n, fmt.Errorf("database: %w", err)
+		}
 	}
 	return n, nil
 }
 
-// finish rebuilds the indexes dropped for a bulk load and refreshes the
-// planner's statistics.
-func (l *loader) finish(ctx context.Context, bulk bool) error {
+// finish rebuilds the indexes dropped for a bulk load. Planner statistics
+// are left to autovacuum, as after any COPY; see Analyze.
+func (l *loader) finish(ctx context.Context) error {
 	for _, def := range l.indexes {
 		if _, err := l.tx.Exec(ctx, def); err != nil {
 			return fmt.Errorf("rebuild index: %w", err)
-		}
-	}
-	if bulk {
-		if _, err := l.tx.Exec(ctx, "ANALYZE "+pgx.Identifier{string(l.layer)}.Sanitize()); err != nil {
-			return fmt.Errorf("analyze %s: %w", l.layer, err)
 		}
 	}
 	return nil

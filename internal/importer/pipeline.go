@@ -28,16 +28,18 @@ type pipeline struct {
 
 	cur  []row
 	pos  int
-	vals [3]any
+	id   int64
+	vals [4]any
 }
 
-func newPipeline(ctx context.Context, src source, c *converter, skipBad bool) *pipeline {
+func newPipeline(ctx context.Context, src source, c *converter, skipBad bool, firstID int64) *pipeline {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &pipeline{
 		ctx: ctx, cancel: cancel,
 		out:  make(chan []row, 4),
 		free: make(chan []row, 6),
 		done: make(chan struct{}),
+		id:   firstID - 1,
 	}
 	go p.parse(src, c, skipBad)
 	return p
@@ -127,10 +129,11 @@ func (p *pipeline) Next() bool {
 	return true
 }
 
-// Values returns the current row: name, properties, geometry.
+// Values returns the current row: id, name, properties, geometry.
 func (p *pipeline) Values() ([]any, error) {
 	r := &p.cur[p.pos]
-	p.vals[0], p.vals[1], p.vals[2] = r.name, r.props, r.geom
+	p.id++
+	p.vals[0], p.vals[1], p.vals[2], p.vals[3] = p.id, r.name, r.props, r.geom
 	return p.vals[:], nil
 }
 

@@ -151,7 +151,7 @@ func (s *arraySource) format() Format { return FormatArray }
 func (s *arraySource) next(it *item) error {
 	if !s.dec.More() {
 		if _, err := s.dec.Token(); err != nil {
-			return syntaxError(err)
+			return fmt.Errorf("after feature %d: %w", s.n-1, syntaxError(err))
 		}
 		return trailing(s.dec)
 	}
@@ -186,7 +186,7 @@ func (s *collectionSource) next(it *item) error {
 	}
 	if !s.dec.More() {
 		if _, err := s.dec.Token(); err != nil { // ']'
-			return syntaxError(err)
+			return fmt.Errorf("after feature %d: %w", s.n-1, syntaxError(err))
 		}
 		if err := skipMembers(s.dec); err != nil { // members after "features"
 			return err
