@@ -59,6 +59,20 @@ func TestClusterExactness(t *testing.T) {
 			}
 		})
 	}
+	t.Run("pipelined", func(t *testing.T) {
+		ws, _ := ParseWindows("10/1m")
+		l, err := New(rdb, map[string]Policy{"p": {Windows: ws, Algorithm: Log, Failure: FailClosed}}, Options{Timeout: time.Second, Pipeline: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		prefix := testenv.Prefix(t)
+		for trial := range 6 {
+			if n := concurrentAdmissions(t, l, fmt.Sprintf("%s-%d", prefix, trial), 50); n != 10 {
+				t.Fatalf("trial %d: admitted %d of 50 concurrent, want exactly 10", trial, n)
+			}
+		}
+	})
 	t.Run("seed key and SCRIPT FLUSH", func(t *testing.T) {
 		l := newLimiter(t, rdb, Log, "1/1s")
 		id := "key:" + testenv.Prefix(t)
