@@ -227,8 +227,33 @@ func checkRing(cs []geom.Coord, loc []any, errs *httpx.ValidationError) {
 	first, last := cs[0], cs[len(cs)-1]
 	if first[0] != last[0] || first[1] != last[1] {
 		errs.Add("Ring is not closed: the last position must repeat the first.", "value_error", loc...)
+		return
+	}
+	for j := 1; j < len(cs); j++ {
+		if antipodal(cs[j-1], cs[j]) {
+			errs.Add("An edge joins two antipodal points, so its path on the globe is undefined; add a vertex between them.", "value_error", appendLoc(loc, j)...)
+			return
+		}
 	}
 }
+
+// antipodal reports whether a and b are (within PostGIS's tolerance)
+// opposite points on the globe: the geography index cannot take such an
+// edge.
+func antipodal(a, b geom.Coord) bool {
+	rad := math.Pi / 180
+	unit := func(c geom.Coord) [3]float64 {
+		sinLat, cosLat := math.Sincos(c[1] * rad)
+		sinLng, cosLng := math.Sincos(c[0] * rad)
+		return [3]float64{cosLat * cosLng, cosLat * sinLng, sinLat}
+	}
+	p, q := unit(a), unit(b)
+	cross := math.Sqrt(sq(p[1]*q[2]-p[2]*q[1]) + sq(p[2]*q[0]-p[0]*q[2]) + sq(p[0]*q[1]-p[1]*q[0]))
+	dot := p[0]*q[0] + p[1]*q[1] + p[2]*q[2]
+	return math.Pi-math.Atan2(cross, dot) < 1e-9
+}
+
+func sq(f float64) float64 { return f * f }
 
 func appendLoc(loc []any, i int) []any {
 	out := make([]any, len(loc), len(loc)+1)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -92,7 +94,12 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 		}
 		return err
 	})
+	var pe *pgconn.PgError
 	switch {
+	case errors.As(err, &pe) && (pe.Code == "XX000" || strings.HasPrefix(pe.Code, "22")):
+		// PostGIS raises internal errors (XX000) and data exceptions for
+		// geometries it cannot process; the geometry is the only input.
+		return Feature{}, &InvalidGeometryError{Reason: "PostGIS cannot process this geometry"}
 	case err != nil:
 		return Feature{}, err
 	case reason != "Valid Geometry":

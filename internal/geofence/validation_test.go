@@ -123,6 +123,7 @@ func TestValidation(t *testing.T) {
 		{"unclosed ring in a multipolygon", "POST", "/geofences", fenceJSON(`{"type":"MultiPolygon","coordinates":[` + square(1, 1, 1) + `,[[[5,5],[6,5],[6,6],[5,6]]]]}`), 422, []any{"body", "geometry", "coordinates", 1, 0}},
 		{"longitude out of range", "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[0,0],[181,0],[1,1],[0,0]]]}`), 422, []any{"body", "geometry", "coordinates", 0, 1}},
 		{"latitude out of range", "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,-91],[0,0]]]}`), 422, []any{"body", "geometry", "coordinates", 0, 2}},
+		{"antipodal edge", "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[180,90],[-180,90],[-180,-90],[180,90]]]}`), 422, []any{"body", "geometry", "coordinates", 0, 2}},
 		{"self-intersection", "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}`), 422, []any{"body", "geometry"}},
 		{"hole outside the shell", "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]],[[5,5],[6,5],[6,6],[5,6],[5,5]]]}`), 422, []any{"body", "geometry"}},
 		{"too many vertices", "POST", "/geofences", fenceJSON(bigRing(100_001)), 422, []any{"body", "geometry", "coordinates"}},
