@@ -6,3 +6,4 @@ echo "no benchmarks yet"
 bench/ratelimit.sh
 bench/auth.sh
 bench/tiles.sh
+bench/import.sh
