@@ -23,6 +23,7 @@ import (
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/tiles"
+	"github.com/geogate/geogate/internal/web"
 )
 
 type (
@@ -155,6 +156,8 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		return nil, err
 	}
 	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
+	// The map page on / shows every layer (internal/web).
+	web.Register(r)
 
 	// -- API description (internal/openapi) --
 	if err := openapi.Register(r); err != nil {

@@ -82,10 +82,12 @@ type Exchange struct {
 	Body        []byte
 }
 
-// undocumented are the routes of the documentation UI, which, as in
-// FastAPI, are not part of the API description.
+// undocumented are the routes of the documentation UI and of the map page
+// (internal/web), which, as in FastAPI, are not part of the API
+// description.
 func undocumented(path string) bool {
-	return path == openapi.DocsPath || path == openapi.RedocPath || strings.HasPrefix(path, "/docs/assets/")
+	return path == openapi.DocsPath || path == openapi.RedocPath || strings.HasPrefix(path, "/docs/assets/") ||
+		path == "/" || strings.HasPrefix(path, "/static/")
 }
 
 // Check returns what in x contradicts the document; nil when nothing does.

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// mapFixtures are a few cities around Berlin and a fence over them.
+const mapFixtures = `
+INSERT INTO places (name, properties, geom) VALUES
+  ('Berlin',  '{"country":"DE"}', ST_SetSRID(ST_MakePoint(13.41053, 52.52437), 4326)),
+  ('Potsdam', '{"country":"DE"}', ST_SetSRID(ST_MakePoint(13.06566, 52.39886), 4326)),
+  ('Spandau', '{"country":"DE"}', ST_SetSRID(ST_MakePoint(13.19921, 52.55214), 4326)),
+  ('Sydney',  '{"country":"AU"}', ST_SetSRID(ST_MakePoint(151.20732, -33.86785), 4326));
+INSERT INTO geofences (name, properties, geom) VALUES
+  ('berlin-box', '{"A3":"BER"}', ST_Multi(ST_MakeEnvelope(13.0, 52.3, 13.8, 52.7, 4326)));`
+
+// newMapBrowser starts a headless Chromium that can run WebGL on the CPU
+// (SwiftShader) and collects uncaught exceptions.
+func newMapBrowser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("enable-unsafe-swiftshader", true),
+		chromedp.Flag("use-angle", "swiftshader"),
+		chromedp.Flag("ignore-gpu-blocklist", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1200, 800),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tab, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(tab, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			msg := "uncaught: " + e.ExceptionDetails.Text
+			if e.ExceptionDetails.Exception != nil {
+				msg += " " + e.ExceptionDetails.Exception.Description
+			}
+			mu.Lock()
+			problems = append(problems, msg)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
+}
+
+// TestMapInBrowser opens the map page in Chromium, enters an API key (the
+// service grants anonymous callers nothing, so tiles and /within only work
+// with it), finds Berlin among the rendered tile features, clicks next to
+// it and finds it among the nearest cities listed.
+func TestMapInBrowser(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	if _, err := pool.Exec(context.Background(), mapFixtures); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "map-browser-test-secret"
+	_, err := auth.NewStore(pool).Create(context.Background(), auth.CreateOptions{
+		Key:    auth.Key{ID: "map", Scopes: []string{"proximity:read", "geofences:read", "tiles:read"}},
+		Secret: secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none"})
+	ctx, problems := newMapBrowser(t)
+	dir := artifactDir(t)
+	defer func() {
+		for _, p := range problems() {
+			t.Errorf("browser: %s", p)
+		}
+	}()
+
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#apikey")),
+		chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
+		chromedp.Click(chromedp.CSS("#keyform button")),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(geogateMap.jumpTo({center: [13.35, 52.5], zoom: 8}), true)`))
+			return err
+		}),
+	)
+	if err != nil {
+		screenshot(t, ctx, dir, "map-0-failed")
+		t.Fatalf("opening the map: %v", err)
+	}
+
+	// Features as the map rendered them, not as the network carried them.
+	var names []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var err error
+		names, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`(geogateMap.getLayer('places-points') && geogateMap.getLayer('geofences-fill'))
+			? geogateMap.queryRenderedFeatures({layers: ['places-points', 'geofences-fill']}).map(f => f.layer.id + ':' + f.properties.name)
+			: []`))
+		if err != nil {
+			t.Fatalf("querying rendered features: %v", err)
+		}
+		if contains(names, "places-points:Berlin") && contains(names, "geofences-fill:berlin-box") {
+			break
+		}
+		if time.Now().After(deadline) {
+			screenshot(t, ctx, dir, "map-1-no-features")
+			status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#status")))
+			t.Fatalf("after 60s the map renders %v (status %q), want Berlin and berlin-box", names, status)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	screenshot(t, ctx, dir, "map-1-features")
+
+	px, err := chromedp.Run(ctx, chromedp.Evaluate[struct{ X, Y float64 }](`geogateMap.project([13.42, 52.53])`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.MouseClickXY(px.X, px.Y),
+		chromedp.WaitVisible(chromedp.CSS("#nearest li")),
+	)
+	nearest, err2 := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#nearest")))
+	screenshot(t, ctx, dir, "map-2-nearest")
+	if err != nil || err2 != nil {
+		t.Fatalf("clicking the map: %v %v", err, err2)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(nearest), "Berlin") || !strings.Contains(nearest, "Spandau") || strings.Contains(nearest, "Sydney") {
+		t.Errorf("nearest cities = %q, want Berlin first, then Spandau, no Sydney", nearest)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
