@@ -23,7 +23,6 @@ import (
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/tiles"
-	"github.com/geogate/geogate/internal/web"
 )
 
 type (
@@ -76,7 +75,6 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	limit := func(policy string, cost func(*gin.Context) int) gin.HandlerFunc {
 		return limiter.Middleware(policy, auth.LimitKey, cost, limitTier)
 	}
-	_ = limit
 
 	// -- proximity and geofences (internal/geofence) --
 	// Every route spends the "geofence" budget; /within by radius (an
@@ -156,8 +154,6 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		return nil, err
 	}
 	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
-	// The map page on / shows every layer (internal/web).
-	web.Register(r)
 
 	// -- API description (internal/openapi) --
 	if err := openapi.Register(r); err != nil {
