@@ -111,14 +111,20 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	return e, version, ok, nil
 }
 
-// Set stores e for l, t and scopeHash at version.
+// Set stores e for l, t and scopeHash at version and, in the same round
+// trip, raises the layer's shared version to at least version: a render
+// that saw a write before this replica heard of it tells the others.
+// While Redis is failing it does nothing.
 func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64, e entry) error {
 	if !c.available() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := c.rdb.Set(ctx, c.key(l.Name, version, t, scopeHash), encodeEntry(e), c.ttl).Err(); err != nil {
+	pipe := c.rdb.Pipeline()
+	versionMax.Eval(ctx, pipe, []string{c.versions.key(l.Table)}, version)
+	pipe.Set(ctx, c.key(l.Name, version, t, scopeHash), encodeEntry(e), c.ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return c.failed(fmt.Errorf("tile cache set: %w", err))
 	}
 	return nil

@@ -199,15 +199,12 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 		return result{}, err
 	}
 	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
+	h.versions.raise(l.Table, out.Version)
 	if h.o.Cache == nil {
 		return res, nil
 	}
 	res.e.Gzip = compress(out.MVT)
-	sctx := context.WithoutCancel(ctx)
-	if err := h.versions.Observe(sctx, l.Table, out.Version); err != nil {
-		h.o.Log.Debug("tile version not published", "err", err.Error())
-	}
-	if err := h.o.Cache.Set(sctx, l, t, scopeHash, out.Version, res.e); err != nil {
+	if err := h.o.Cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e); err != nil {
 		h.o.Log.Debug("tile not cached", "err", err.Error())
 	}
 	return res, nil
