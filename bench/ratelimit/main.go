@@ -141,10 +141,18 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) err
 		_, err := lp.Allow(ctx, "bench", ids[(w*7919+i)%nkeys], 1)
 		return err
 	}
+	// Warm the connection pool, then alternate which side goes first so
+	// that neither always meets a colder or busier machine.
+	measure(conc, dur/4, raw)
 	var rawS, limS, pipeS []stats
-	for range runs {
-		rawS = append(rawS, measure(conc, dur, raw))
-		limS = append(limS, measure(conc, dur, lim))
+	for i := range runs {
+		if i%2 == 0 {
+			rawS = append(rawS, measure(conc, dur, raw))
+			limS = append(limS, measure(conc, dur, lim))
+		} else {
+			limS = append(limS, measure(conc, dur, lim))
+			rawS = append(rawS, measure(conc, dur, raw))
+		}
 		if pipeline > 1 {
 			pipeS = append(pipeS, measure(conc, dur, limPiped))
 		}
