@@ -1,13 +1,16 @@
 package tiles
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -242,6 +245,49 @@ func TestRedisDownRendersUncached(t *testing.T) {
 		}
 		if got := featureNames(decode(t, w.Body.Bytes(), tileOf(13.41, 52.52, 8)), "places"); got["Berlin"] == nil {
 			t.Errorf("GET #%d: no Berlin in %v", i, got)
+		}
+	}
+}
+
+// TestRedisHungRendersUncached pauses Redis (SIGSTOP): a tile costs at most
+// about one Redis timeout, then Redis is skipped for a while and tiles come
+// straight from PostgreSQL.
+func TestRedisHungRendersUncached(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	proc := testenv.StartRedis(t)
+	rc, err := rdb.Open(context.Background(), "redis://"+proc.Addr()+"/0", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rc.Close() })
+	rp := newReplica(t, db, rc, testenv.Prefix(t)+":", Options{})
+	path := tilePath("places", tileOf(13.41, 52.52, 8))
+	for _, want := range []string{"MISS", "HIT"} {
+		if w := rp.get(t, path); w.Header().Get("X-Cache") != want {
+			t.Fatalf("X-Cache = %q, want %q", w.Header().Get("X-Cache"), want)
+		}
+	}
+	if err := proc.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Resume() //nolint:errcheck
+	tests := []struct {
+		name string
+		max  time.Duration
+	}{
+		{"FirstWaitsOneTimeout", 2 * time.Second},
+		{"ThenSkipsRedis", 150 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		start := time.Now()
+		w := rp.get(t, path)
+		took := time.Since(start)
+		if w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
+			t.Errorf("%s: GET = %d %q, want 200 MISS", tt.name, w.Code, w.Header().Get("X-Cache"))
+		}
+		if took > tt.max {
+			t.Errorf("%s: GET took %v, want at most %v", tt.name, took, tt.max)
 		}
 	}
 }

@@ -54,6 +54,7 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	}
 	h := NewHandler(r, nil, o)
 	h.versions = NewVersions(d.DB, rdb, d.KeyPrefix, h.o.Log)
+	h.versions.timeout = d.RedisTimeout
 	if err := h.versions.Sync(ctx); err != nil {
 		h.o.Log.Warn("tile versions not published", "err", err.Error())
 	}

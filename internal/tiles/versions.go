@@ -34,6 +34,8 @@ type Versions struct {
 	rdb    redis.UniversalClient // nil: no Redis
 	prefix string
 	log    *slog.Logger
+	// timeout bounds each Redis call; 0 leaves it to the client.
+	timeout time.Duration
 
 	mu    sync.RWMutex
 	local map[string]int64
@@ -83,6 +85,11 @@ func (v *Versions) Observe(ctx context.Context, table string, version int64) err
 }
 
 func (v *Versions) publish(ctx context.Context, table string, version int64) error {
+	if v.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.timeout)
+		defer cancel()
+	}
 	if err := versionMax.Run(ctx, v.rdb, []string{v.key(table)}, version).Err(); err != nil {
 		return fmt.Errorf("publish tile version %s:%d: %w", table, version, err)
 	}
