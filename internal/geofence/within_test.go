@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,7 +85,8 @@ func checkWithin(t *testing.T, ids []int64, dists []float64, want map[int64]floa
 }
 
 func withinURL(lng, lat, r float64, extra string) string {
-	u := fmt.Sprintf("/within?lng=%v&lat=%v&radius=%v", lng, lat, r)
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	u := "/within?lng=" + f(lng) + "&lat=" + f(lat) + "&radius=" + f(r)
 	if extra != "" {
 		u += "&" + extra
 	}
