@@ -1,10 +1,15 @@
 package tiles
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 )
 
 // SyncVersions is middleware for routes that write layer tables (geofence
@@ -13,13 +18,40 @@ import (
 // to Redis, so that once the client has the answer, no replica serves a
 // tile rendered before the write.
 func (h *Handler) SyncVersions() gin.HandlerFunc {
+	return syncMiddleware(h.versions.Sync, h.o.Log)
+}
+
+// SyncAfterWrite is SyncVersions for routes built before the tile handler:
+// it needs only the pool and the Redis client the handler is built from
+// (with the default key prefix), and redisTimeout bounds each publish.
+func SyncAfterWrite(db *pgxpool.Pool, rdb redis.UniversalClient, redisTimeout time.Duration, log *slog.Logger) gin.HandlerFunc {
+	var mu sync.Mutex
+	var v *Versions
+	syncFn := func(ctx context.Context) error {
+		mu.Lock()
+		if v == nil {
+			id, err := databaseID(ctx, db)
+			if err != nil {
+				mu.Unlock()
+				return err
+			}
+			v = NewVersions(db, rdb, DefaultKeyPrefix+id+":", log)
+			v.timeout = redisTimeout
+		}
+		mu.Unlock()
+		return v.Sync(ctx)
+	}
+	return syncMiddleware(syncFn, log)
+}
+
+func syncMiddleware(syncFn func(context.Context) error, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		switch c.Request.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			c.Next()
 			return
 		}
-		w := &syncWriter{ResponseWriter: c.Writer, c: c, h: h}
+		w := &syncWriter{ResponseWriter: c.Writer, ctx: c.Request.Context(), syncFn: syncFn, log: log}
 		c.Writer = w
 		c.Next()
 		// Bodiless answers (204) are written after the chain returns.
@@ -27,12 +59,13 @@ func (h *Handler) SyncVersions() gin.HandlerFunc {
 	}
 }
 
-// syncWriter runs Sync before the first write of a successful answer.
+// syncWriter runs syncFn before the first write of a successful answer.
 type syncWriter struct {
 	gin.ResponseWriter
-	c    *gin.Context
-	h    *Handler
-	once sync.Once
+	ctx    context.Context
+	syncFn func(context.Context) error
+	log    *slog.Logger
+	once   sync.Once
 }
 
 func (w *syncWriter) sync() {
@@ -40,8 +73,8 @@ func (w *syncWriter) sync() {
 		if w.ResponseWriter.Status() >= 400 {
 			return
 		}
-		if err := w.h.versions.Sync(w.c.Request.Context()); err != nil {
-			w.h.o.Log.Warn("tile versions not published after a write", "err", err.Error())
+		if err := w.syncFn(w.ctx); err != nil {
+			w.log.Warn("tile versions not published after a write", "err", err.Error())
 		}
 	})
 }

@@ -171,7 +171,7 @@ func (v *Versions) listen(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if err := v.Observe(ctx, table, version); err != nil {
+		if err := v.Observe(ctx, table, version); err != nil && ctx.Err() == nil {
 			v.log.Warn("tile version not published", "err", err.Error())
 		}
 	}

@@ -3,6 +3,7 @@ package tiles
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -40,15 +41,16 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t) + ":"
+	// The default key prefix, as SyncAfterWrite uses; the database id in
+	// every key keeps this test's keys apart from others'.
 	replicas := make([]replica, 3)
 	for i := range replicas {
-		replicas[i] = newReplica(t, db, rdb, prefix, Options{})
+		replicas[i] = newReplica(t, db, rdb, "", Options{})
 	}
-	// The write route, as the geofence API wires it: SyncVersions around
-	// a handler that commits the change.
+	// The write routes, as the geofence API wires them: SyncVersions (or
+	// SyncAfterWrite) around a handler that commits the change.
 	writer := gin.New()
-	writer.PUT("/fence/:west", replicas[0].h.SyncVersions(), func(c *gin.Context) {
+	update := func(c *gin.Context) {
 		var west float64
 		fmt.Sscan(c.Param("west"), &west)
 		_, err := db.Exec(c.Request.Context(),
@@ -58,7 +60,9 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 			return
 		}
 		c.Status(http.StatusNoContent)
-	})
+	}
+	writer.PUT("/a/:west", replicas[0].h.SyncVersions(), update)
+	writer.PUT("/b/:west", SyncAfterWrite(db, rdb, time.Second, slog.Default()), update)
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 15 {
@@ -68,7 +72,8 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 		}
 		west := 12.6 + float64(round%5)*0.1 + float64(round)*0.001
 		w := httptest.NewRecorder()
-		writer.ServeHTTP(w, httptest.NewRequest(http.MethodPut, fmt.Sprintf("/fence/%v", west), nil))
+		route := []string{"a", "b"}[round%2]
+		writer.ServeHTTP(w, httptest.NewRequest(http.MethodPut, fmt.Sprintf("/%s/%v", route, west), nil))
 		if w.Code != http.StatusNoContent {
 			t.Fatalf("write = %d", w.Code)
 		}
