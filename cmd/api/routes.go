@@ -23,6 +23,7 @@ import (
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/tiles"
+	"github.com/geogate/geogate/internal/web"
 )
 
 type (
@@ -120,8 +121,9 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// -- tiles (internal/tiles) --
 	// Only renders (cache misses) spend the "tiles" budget; cached tiles
 	// pass the generous "tiles-cached" policy. Routes writing geofences
-	// should carry tileHandler.SyncVersions() so that no replica serves a
-	// tile older than a write once it has been answered.
+	// should carry tiles.SyncAfterWrite(d.db, d.redis, cfg.Redis.Timeout,
+	// log) so that no replica serves a tile older than a write once it has
+	// been answered.
 	charge := func(policy string) func(*gin.Context) bool {
 		return func(c *gin.Context) bool {
 			dec, err := limiter.Check(c.Request.Context(), ratelimit.Request{
@@ -154,6 +156,8 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		return nil, err
 	}
 	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
+	// The map page on / shows every layer (internal/web).
+	web.Register(r)
 
 	// -- API description (internal/openapi) --
 	if err := openapi.Register(r); err != nil {
