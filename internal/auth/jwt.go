@@ -171,6 +171,10 @@ func (v *TokenVerifier) key(t *jwt.Token) (any, error) {
 	if !slices.Contains(v.o.Algorithms, alg) {
 		return nil, errors.New("algorithm not allowed")
 	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 4.1.11: extensions we do not implement must fail.
+		return nil, errors.New("critical header extensions are not supported")
+	}
 	if alg == AlgHS256 {
 		if len(v.o.HS256Secret) == 0 {
 			return nil, errors.New("no HS256 secret")

@@ -125,6 +125,7 @@ func TestBearerTokens(t *testing.T) {
 		{"RS256UnknownKid", "Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, "nope", claimsAt(now, nil)), 401, "not valid", true},
 		{"ES256WithRSAKid", "Bearer " + sign(t, jwt.SigningMethodES256, k.ec, "rsa1", claimsAt(now, nil)), 401, "not valid", true},
 		{"RS512NotAllowed", "Bearer " + sign(t, jwt.SigningMethodRS512, k.rsa, "rsa1", claimsAt(now, nil)), 401, "not valid", true},
+		{"CriticalHeader", "Bearer " + signWithHeader(t, "crit", []string{"exp"}, claimsAt(now, nil)), 401, "not valid", true},
 		{"WrongIssuer", "Bearer " + hs(map[string]any{"iss": "https://evil.example/"}), 401, "issuer", true},
 		{"NoIssuer", "Bearer " + hs(map[string]any{"iss": nil}), 401, "issuer", true},
 		{"WrongAudience", "Bearer " + hs(map[string]any{"aud": "someone-else"}), 401, "audience", true},
@@ -279,4 +280,16 @@ func TestParseJWKSRejects(t *testing.T) {
 			t.Errorf("parseJWKS(%s) = nil error, want one", name)
 		}
 	}
+}
+
+// signWithHeader makes an HS256 token with one extra header field.
+func signWithHeader(t testing.TB, name string, value any, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	tok.Header[name] = value
+	s, err := tok.SignedString([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
