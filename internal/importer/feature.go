@@ -59,37 +59,80 @@ func (c *converter) convert(it *item, r *row) error {
 	if it.err != nil {
 		return it.err
 	}
-	if it.city != nil {
-		return c.convertCity(it.city, r)
+	if it.feature == nil {
+		return c.convertRecord(it.record, r)
 	}
 	return c.convertFeature(it.feature, r)
 }
 
-func (c *converter) convertCity(rec *city, r *row) error {
+// convertRecord loads a flat record: "name" is the name, "lat" and "lng"
+// (numbers or numeric strings) the point, every other member a property.
+func (c *converter) convertRecord(rec []flatMember, r *row) error {
 	if c.layer != Places {
-		return fmt.Errorf("a cities record holds a point; layer %s wants polygons", c.layer)
+		return fmt.Errorf("a record with lat and lng is a point; layer %s wants polygons", c.layer)
 	}
-	switch {
-	case !rec.Lat.set || !rec.Lng.set:
+	var lat, lng []byte
+	r.name = ""
+	p := append(r.props[:0], '{')
+	for _, m := range rec {
+		switch string(m.key) {
+		case "name":
+			r.name, _ = scalarText(m.value)
+		case "lat":
+			lat = m.value
+		case "lng":
+			lng = m.value
+		default:
+			if len(p) > 1 {
+				p = append(p, ',')
+			}
+			p = appendKey(p, m.key)
+			p = append(p, ':')
+			p = append(p, m.value...)
+		}
+	}
+	r.props = append(p, '}')
+	if lat == nil || lng == nil || string(lat) == "null" || string(lng) == "null" {
 		return errors.New(`record needs "lat" and "lng"`)
-	case rec.Lat.bad != "":
-		return fmt.Errorf("lat %q is not a number", rec.Lat.bad)
-	case rec.Lng.bad != "":
-		return fmt.Errorf("lng %q is not a number", rec.Lng.bad)
 	}
-	if err := checkLngLat(rec.Lng.v, rec.Lat.v); err != nil {
+	y, err := coord("lat", lat)
+	if err != nil {
 		return err
 	}
-	r.name = rec.Name
-	r.geom = appendPoint(r.geom[:0], rec.Lng.v, rec.Lat.v)
-	p := append(r.props[:0], `{"country":`...)
-	p = appendString(p, rec.Country)
-	p = append(p, `,"admin1":`...)
-	p = appendString(p, rec.Admin1)
-	p = append(p, `,"admin2":`...)
-	p = appendString(p, rec.Admin2)
-	r.props = append(p, '}')
+	x, err := coord("lng", lng)
+	if err != nil {
+		return err
+	}
+	if err := checkLngLat(x, y); err != nil {
+		return err
+	}
+	r.geom = appendPoint(r.geom[:0], x, y)
 	return nil
+}
+
+// coord reads a coordinate given as a JSON number or a numeric string.
+func coord(name string, v []byte) (float64, error) {
+	s := string(v)
+	if u, ok := unquote(v); ok {
+		s = u
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s is not a number", name, v)
+	}
+	return f, nil
+}
+
+// appendKey appends key as a JSON string.
+func appendKey(dst, key []byte) []byte {
+	for _, c := range key {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return appendString(dst, string(key))
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	return append(dst, '"')
 }
 
 func (c *converter) convertFeature(f *geoFeature, r *row) error {

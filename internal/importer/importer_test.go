@@ -99,6 +99,12 @@ func TestImportFormats(t *testing.T) {
 		{"cities array", cities, importer.FormatArray, []stored{berlinCity, parisCity}},
 		{"cities array gzip with BOM", gz("\xEF\xBB\xBF\n" + cities), importer.FormatArray, []stored{berlinCity, parisCity}},
 		{"array of features", "[" + strings.ReplaceAll(strings.TrimSpace(ndjson), "\n\n", ",") + "]", importer.FormatArray, []stored{berlinFeature, parisFeature}},
+		{"records with escapes, numbers and extra members", `[{"name":"Qu\"ote \\ \u00e9","lat":1.5,"lng":-2,"pop":12,"tags":["a"]},
+ {"lat":"-0.5e1","lng":" 3 ","x":null,"y":"{\"]"}]`, importer.FormatArray, []stored{
+			{`Qu"ote \ é`, `{"pop": 12, "tags": ["a"]}`, "SRID=4326;POINT(-2 1.5)"},
+			{"", `{"x": null, "y": "{\"]"}`, "SRID=4326;POINT(3 -5)"},
+		}},
+		{"empty array", " [ ] ", importer.FormatArray, nil},
 		{"empty FeatureCollection", `{"type":"FeatureCollection","features":[]}`, importer.FormatFeatureCollection, nil},
 	}
 	for _, tt := range tests {

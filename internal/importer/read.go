@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // Format is an input format, detected from content.
@@ -28,48 +27,6 @@ type geoFeature struct {
 	Properties json.RawMessage `json:"properties"`
 }
 
-// city is one element of the cities JSON array.
-type city struct {
-	Type    string     `json:"type"` // "Feature" when the array holds features
-	Name    string     `json:"name"`
-	Lat     coordValue `json:"lat"`
-	Lng     coordValue `json:"lng"`
-	Country string     `json:"country"`
-	Admin1  string     `json:"admin1"`
-	Admin2  string     `json:"admin2"`
-
-	Geometry   json.RawMessage `json:"geometry"`
-	Properties json.RawMessage `json:"properties"`
-	ID         json.RawMessage `json:"id"`
-}
-
-// coordValue is a coordinate given as a JSON number or a numeric string.
-type coordValue struct {
-	v   float64
-	set bool
-	bad string
-}
-
-func (c *coordValue) UnmarshalJSON(b []byte) error {
-	c.set = true
-	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-	} else if s == "null" {
-		c.set = false
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		c.bad = s
-		return nil
-	}
-	c.v = v
-	return nil
-}
-
 // item is one input element: a feature or a cities record, with its
 // position. err is set when the element itself is malformed but the input
 // can go on (a bad NDJSON line).
@@ -77,7 +34,7 @@ type item struct {
 	index   int
 	line    int
 	feature *geoFeature
-	city    *city
+	record  []flatMember // a flat record such as a city, when feature is nil
 	err     error
 }
 
@@ -132,44 +89,59 @@ func newSource(r io.Reader) (source, error) {
 	}
 }
 
-// arraySource streams the elements of a top-level JSON array.
+// arraySource streams the elements of a top-level JSON array. Flat
+// records (the cities) take a fast path that decodes nothing but their
+// few values; anything else goes through encoding/json.
 type arraySource struct {
-	dec *json.Decoder
-	n   int
+	el      elements
+	n       int
+	members []flatMember
 }
 
-func newArraySource(r io.Reader) (*arraySource, error) {
-	dec := json.NewDecoder(r)
-	if _, err := dec.Token(); err != nil {
-		return nil, syntaxError(err)
-	}
-	return &arraySource{dec: dec}, nil
+func newArraySource(br *bufio.Reader) (*arraySource, error) {
+	br.ReadByte() // '[', peeked by newSource
+	return &arraySource{el: elements{br: br}}, nil
 }
 
 func (s *arraySource) format() Format { return FormatArray }
 
 func (s *arraySource) next(it *item) error {
-	if !s.dec.More() {
-		if _, err := s.dec.Token(); err != nil {
-			return fmt.Errorf("after feature %d: %w", s.n-1, syntaxError(err))
-		}
-		return trailing(s.dec)
+	raw, err := s.el.next()
+	if err == io.EOF {
+		return io.EOF
+	}
+	if err != nil {
+		return fmt.Errorf("after feature %d: %w", s.n-1, err)
 	}
 	*it = item{index: s.n}
 	s.n++
-	var c city
-	if err := s.dec.Decode(&c); err != nil {
-		if !isTypeError(err) {
-			return fmt.Errorf("feature %d: %w", it.index, syntaxError(err))
-		}
-		it.err = syntaxError(err)
+	if m, ok := parseFlat(raw, s.members[:0]); ok && !isFeature(m) {
+		s.members, it.record = m, m
+		return nil
 	}
-	if c.Type == "Feature" {
-		it.feature = &geoFeature{Type: c.Type, ID: c.ID, Geometry: c.Geometry, Properties: c.Properties}
-	} else {
-		it.city = &c
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		it.err = fmt.Errorf("not a JSON object: %w", syntaxError(err))
+		return nil
+	}
+	if t, _ := unquote(obj["type"]); t == "Feature" {
+		it.feature = &geoFeature{Type: t, ID: obj["id"], Geometry: obj["geometry"], Properties: obj["properties"]}
+		return nil
+	}
+	for k, v := range obj {
+		it.record = append(it.record, flatMember{key: []byte(k), value: v})
 	}
 	return nil
+}
+
+func isFeature(m []flatMember) bool {
+	for _, kv := range m {
+		if string(kv.key) == "type" {
+			t, _ := unquote(kv.value)
+			return t == "Feature"
+		}
+	}
+	return false
 }
 
 // collectionSource streams the features array of a FeatureCollection.
