@@ -12,6 +12,30 @@ CREATE TABLE geofence_parts (
 CREATE INDEX geofence_parts_geom_idx ON geofence_parts USING gist (geom);
 CREATE INDEX geofence_parts_fence_idx ON geofence_parts (fence_id);
 
+-- geofence_parts_build stores the parts of one fence. GEOS cannot cut an
+-- invalid geometry (bulk loads bring self-intersecting borders), so those
+-- are cut in their ST_MakeValid form; only if that fails too is the fence
+-- kept whole: slower to test, never missing.
+-- +goose StatementBegin
+CREATE FUNCTION geofence_parts_build(fence bigint, g geometry) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        INSERT INTO geofence_parts (fence_id, geom)
+        SELECT fence, p FROM ST_Subdivide(g, 256) AS p;
+    EXCEPTION WHEN OTHERS THEN
+        BEGIN
+            INSERT INTO geofence_parts (fence_id, geom)
+            SELECT fence, p FROM ST_Subdivide(ST_MakeValid(g), 256) AS p
+            WHERE ST_Dimension(p) = 2;
+        EXCEPTION WHEN OTHERS THEN
+            INSERT INTO geofence_parts (fence_id, geom) VALUES (fence, g);
+        END;
+    END;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION geofence_parts_refresh() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -20,14 +44,7 @@ BEGIN
         DELETE FROM geofence_parts WHERE fence_id = OLD.id;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        BEGIN
-            INSERT INTO geofence_parts (fence_id, geom)
-            SELECT NEW.id, p FROM ST_Subdivide(NEW.geom, 256) AS p;
-        EXCEPTION WHEN OTHERS THEN
-            -- A geometry GEOS cannot cut (invalid input from a bulk
-            -- load) is kept whole: slower to test, never missing.
-            INSERT INTO geofence_parts (fence_id, geom) VALUES (NEW.id, NEW.geom);
-        END;
+        PERFORM geofence_parts_build(NEW.id, NEW.geom);
     END IF;
     RETURN NULL;
 END
@@ -53,8 +70,7 @@ CREATE TRIGGER geofence_parts_delete AFTER DELETE ON geofences
 CREATE TRIGGER geofence_parts_truncate AFTER TRUNCATE ON geofences
     FOR EACH STATEMENT EXECUTE FUNCTION geofence_parts_truncate();
 
-INSERT INTO geofence_parts (fence_id, geom)
-SELECT g.id, p FROM geofences g, ST_Subdivide(g.geom, 256) AS p;
+SELECT geofence_parts_build(id, geom) FROM geofences;
 
 -- +goose Down
 DROP TRIGGER geofence_parts_truncate ON geofences;
@@ -63,4 +79,5 @@ DROP TRIGGER geofence_parts_update ON geofences;
 DROP TRIGGER geofence_parts_insert ON geofences;
 DROP FUNCTION geofence_parts_truncate();
 DROP FUNCTION geofence_parts_refresh();
+DROP FUNCTION geofence_parts_build(bigint, geometry);
 DROP TABLE geofence_parts;

@@ -1,0 +1,425 @@
+// Command geofence measures geogate's proximity and containment paths on
+// the demo data, each next to its baseline in the same run:
+//
+//   - /within at radius 1 km and 20 km, at several concurrencies, through
+//     the HTTP API of a real `api serve` process (authentication and the
+//     "geofence" rate limit in the path, the limit raised out of the way)
+//     next to the identical SQL driven straight through pgx at the same
+//     concurrency: requests/s, p50 and p99 for both, and their ratio;
+//   - containment: points/s for batches of 1,000 random points through
+//     POST /geofences/contains (the subdivided fences) next to the naive
+//     ST_Intersects against the original polygons through pgx.
+//
+// It loads the demo data into its own database with the importer on first
+// use, starts the API binary on a free loopback port and stops it at the
+// end. Run it from the repository root, after `go build -o bin/api ./cmd/api`:
+//
+//	go run ./bench/geofence -db postgres://geogate@127.0.0.1:55432/geogate -redis redis://127.0.0.1:56379/0
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/importer"
+	"github.com/geogate/geogate/internal/pg"
+)
+
+func main() {
+	dbURL := flag.String("db", envOr("DATABASE_URL", "postgres://geogate@127.0.0.1:55432/geogate?sslmode=disable"), "PostgreSQL server URL; the bench uses its own database on it")
+	dbName := flag.String("dbname", "geogate_geofence_bench", "database holding the demo data (created and loaded when missing)")
+	redisURL := flag.String("redis", envOr("REDIS_URL", "redis://127.0.0.1:56379/0"), "Redis URL for the API's rate limiter")
+	apiBin := flag.String("api", "bin/api", "the API binary to start")
+	concs := flag.String("c", "4,16,32", "concurrencies, comma-separated")
+	radii := flag.String("r", "1000,20000", "radii in metres, comma-separated")
+	dur := flag.Duration("d", 5*time.Second, "duration of each run")
+	batchConc := flag.Int("batch-c", 4, "concurrency of the containment runs")
+	flag.Parse()
+	b := &bench{dur: *dur}
+	if err := b.run(*dbURL, *dbName, *redisURL, *apiBin, ints(*concs), ints(*radii), *batchConc); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/geofence:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	dur    time.Duration
+	points [][2]float64 // /within centres: random city positions
+	base   string       // API base URL
+	svc    *geofence.Service
+}
+
+func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []int, batchConc int) error {
+	ctx := context.Background()
+	dbURL, err := ensureDemoDB(ctx, serverURL, dbName)
+	if err != nil {
+		return err
+	}
+	maxC := slices.Max(append(concs, batchConc))
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(maxC), AppName: "geogate-bench-geofence"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if b.svc, err = geofence.New(ctx, pool, geofence.Settings{Layers: []string{"places"}}); err != nil {
+		return err
+	}
+	if b.points, err = cityPoints(ctx, pool, 5000); err != nil {
+		return err
+	}
+	stop, err := b.startAPI(apiBin, dbURL, redisURL, maxC)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	fmt.Printf("/within, %v per run, same random city centres for both sides\n", b.dur)
+	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio")
+	for _, r := range radii {
+		for _, c := range concs {
+			sqlRes := b.load(c, b.withinSQL(pool, float64(r)))
+			apiRes := b.load(c, b.withinAPI(float64(r), c))
+			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%%%s\n",
+				fmt.Sprintf("%d m", r), c, apiRes.rate, apiRes.p50, apiRes.p99, sqlRes.rate, sqlRes.p50, sqlRes.p99,
+				100*apiRes.rate/sqlRes.rate, apiRes.errNote()+sqlRes.errNote())
+		}
+	}
+
+	fmt.Printf("\ncontainment, batches of 1000 random points (lng -180..180, lat -60..75), concurrency %d\n", batchConc)
+	fmt.Printf("%-44s %12s %8s\n", "path", "points/s", "p99 ms")
+	batches := randomBatches(64, 1000)
+	api := b.load(batchConc, b.batchAPI(batches, batchConc))
+	sub := b.load(batchConc, b.batchSQL(pool, geofence.ContainsBatchSQL, batches))
+	naive := b.load(batchConc, b.batchSQL(pool, geofence.NaiveContainsBatchSQL, batches))
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "API POST /geofences/contains (subdivided)", api.rate*1000, api.p99, api.errNote())
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.rate*1000, sub.p99, sub.errNote())
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.rate*1000, naive.p99, naive.errNote())
+	fmt.Printf("API vs naive: %.1fx\n", api.rate/naive.rate)
+	return nil
+}
+
+// result is one run: operations per second and latency percentiles in ms.
+type result struct {
+	rate, p50, p99 float64
+	errs           int64
+	firstErr       string
+}
+
+func (r result) errNote() string {
+	if r.errs == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d errors: %s)", r.errs, r.firstErr)
+}
+
+// load runs op from c goroutines for b.dur; op gets a sequence number.
+func (b *bench) load(c int, op func(i int) error) result {
+	var seq, errs atomic.Int64
+	var firstErr atomic.Value
+	lat := make([][]time.Duration, c)
+	deadline := time.Now().Add(b.dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := op(int(seq.Add(1))); err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res := result{errs: errs.Load()}
+	if s, ok := firstErr.Load().(string); ok {
+		res.firstErr = s
+	}
+	if len(all) == 0 {
+		return res
+	}
+	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000 }
+	res.rate, res.p50, res.p99 = float64(len(all))/elapsed, pct(0.50), pct(0.99)
+	return res
+}
+
+// withinSQL runs the service's /within statement for the default page
+// (100 rows) and reads every column, as the service does.
+func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) func(int) error {
+	return func(i int) error {
+		p := b.points[i%len(b.points)]
+		sql, args, _ := b.svc.WithinSQL(geofence.WithinQuery{Layer: "places", Lng: p[0], Lat: p[1], Radius: r, Limit: 100})
+		rows, err := pool.Query(context.Background(), sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var name string
+			var d float64
+			var props, geom []byte
+			if err := rows.Scan(&id, &name, &d, &props, &geom); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+func (b *bench) withinAPI(r float64, c int) func(int) error {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
+	return func(i int) error {
+		p := b.points[i%len(b.points)]
+		u := fmt.Sprintf("%s/within?lng=%s&lat=%s&radius=%s", b.base, num(p[0]), num(p[1]), num(r))
+		return get(client, u)
+	}
+}
+
+func get(client *http.Client, u string) error {
+	resp, err := client.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func (b *bench) batchAPI(batches [][][2]float64, c int) func(int) error {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
+	bodies := make([]string, len(batches))
+	for i, pts := range batches {
+		body, _ := json.Marshal(map[string]any{"points": pts})
+		bodies[i] = string(body)
+	}
+	return func(i int) error {
+		resp, err := client.Post(b.base+"/geofences/contains", "application/json", strings.NewReader(bodies[i%len(bodies)]))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+func (b *bench) batchSQL(pool *pgxpool.Pool, sql string, batches [][][2]float64) func(int) error {
+	return func(i int) error {
+		pts := batches[i%len(batches)]
+		lngs, lats := make([]float64, len(pts)), make([]float64, len(pts))
+		for j, p := range pts {
+			lngs[j], lats[j] = p[0], p[1]
+		}
+		rows, err := pool.Query(context.Background(), sql, lngs, lats)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, id int64
+			if err := rows.Scan(&k, &id); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+func randomBatches(n, size int) [][][2]float64 {
+	rng := rand.New(rand.NewPCG(42, 7))
+	out := make([][][2]float64, n)
+	for i := range out {
+		out[i] = make([][2]float64, size)
+		for j := range out[i] {
+			out[i][j] = [2]float64{-180 + rng.Float64()*360, -60 + rng.Float64()*135}
+		}
+	}
+	return out
+}
+
+// cityPoints returns n random city positions, the same ones every run.
+func cityPoints(ctx context.Context, pool *pgxpool.Pool, n int) ([][2]float64, error) {
+	rows, err := pool.Query(ctx, "SELECT ST_X(geom), ST_Y(geom) FROM places ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]float64, error) {
+		var p [2]float64
+		err := r.Scan(&p[0], &p[1])
+		return p, err
+	})
+	if err != nil || len(all) == 0 {
+		return nil, fmt.Errorf("read cities: %v (%d rows)", err, len(all))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	out := make([][2]float64, n)
+	for i := range out {
+		out[i] = all[rng.IntN(len(all))]
+	}
+	return out, nil
+}
+
+// startAPI starts `api serve` on a free loopback port with the geofence
+// rate limit raised out of the way and waits for /healthz. The returned
+// func stops it.
+func (b *bench) startAPI(bin, dbURL, redisURL string, maxConns int) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "serve", "--port", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL,
+		"RATELIMIT_GEOFENCE=100000/1s", // the exact log's largest window
+		"DB_MAX_CONNS="+strconv.Itoa(maxConns+4),
+		"LOG_LEVEL=warn", // no access log line per request
+	)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	b.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err := http.Get(b.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("%s did not become healthy on port %d", bin, port)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ensureDemoDB creates dbName on the server and loads the demo data into
+// it with the importer, unless it exists; it returns the database's URL.
+func ensureDemoDB(ctx context.Context, serverURL, name string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", err
+	}
+	admin, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close(ctx)
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	if exists {
+		return u.String(), nil
+	}
+	fmt.Fprintf(os.Stderr, "creating %s with the demo data...\n", name)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		_, _ = admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		return "", err
+	}
+	pool, err := pg.Open(ctx, u.String(), pg.Options{MaxConns: 2})
+	if err != nil {
+		return fail(err)
+	}
+	defer pool.Close()
+	if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return fail(err)
+	}
+	for _, f := range []struct {
+		path  string
+		layer importer.Layer
+	}{
+		{"data/cities.json.gz", importer.Places},
+		{"data/countries-land-10km.geo.json.gz", importer.Geofences},
+	} {
+		in, err := importer.Open(f.path, nil)
+		if err != nil {
+			return fail(err)
+		}
+		_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
+		in.Close()
+		if err == nil {
+			err = importer.Analyze(ctx, pool, f.layer)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("import %s: %w", f.path, err))
+		}
+	}
+	return u.String(), nil
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench/geofence: %q is not a positive integer\n", f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
