@@ -1,5 +1,5 @@
 // Command api is the geogate service and its tools: serve (the default),
-// migrate and import.
+// migrate, import, keys and token.
 package main
 
 import (

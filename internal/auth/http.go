@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,7 +130,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 	return Identity{
 		Kind:      KindIP,
 		ID:        IPKey(ClientIP(r, a.trusted)),
-		Scopes:    a.anonScopes,
+		Scopes:    slices.Clip(a.anonScopes),
 		Anonymous: true,
 	}, nil
 }
