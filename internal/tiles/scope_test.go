@@ -26,6 +26,7 @@ func TestSpatialScopes(t *testing.T) {
 		"germany": mustBBoxScope(t, 5, 47, 16, 55),
 		"east":    mustBBoxScope(t, 13.2, 52.0, 14.0, 53.0), // Berlin, not Potsdam
 		"east2":   mustBBoxScope(t, 13.25, 52.0, 14.0, 53.0),
+		"touch":   mustBBoxScope(t, 12.5, 52.0, 13.0, 53.0), // shares berlin-box's west edge
 	}
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
 		Scope: func(c *gin.Context) Scope {
@@ -79,6 +80,13 @@ func TestSpatialScopes(t *testing.T) {
 		b, ok := fenceBound(t, decode(t, fw.Body.Bytes(), tl), "berlin-box")
 		if !ok || !near(b.Min[0], 13.2) || !near(b.Max[0], 13.8) {
 			t.Errorf("scoped fence bounds = %v (found %v), want cut at 13.2 on the west", b, ok)
+		}
+		tw := rp.get(t, tilePath("geofences", tl), "X-Test-Scope", "touch")
+		if tw.Code != http.StatusOK && tw.Code != http.StatusNoContent {
+			t.Fatalf("touching scope GET = %d %s", tw.Code, tw.Body)
+		}
+		if _, ok := fenceBound(t, decode(t, tw.Body.Bytes(), tl), "berlin-box"); ok {
+			t.Errorf("a fence that only touches the scope's edge is in the tile")
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -129,6 +130,57 @@ func TestEveryTileFitsDemoData(t *testing.T) {
 			if features < 1000 {
 				t.Errorf("only %d non-empty tiles: the demo data did not load?", features)
 			}
+		})
+	}
+}
+
+// TestScopedRendersDemoData renders every tile of zooms 0 to 5 that
+// straddles a polygon scope over central Europe, for both layers: the
+// overlay with real country borders must never fail, and nothing may lie
+// outside the scope's box.
+func TestScopedRendersDemoData(t *testing.T) {
+	t.Parallel()
+	db := demoDB(t)
+	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, err := auth.ParseSpatialScope([]byte(`{"type":"Polygon","coordinates":[[[2,45],[20,44],[12,56],[2,45]]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tiles []Tile
+	for z := 0; z <= 5; z++ {
+		for x := 0; x < 1<<z; x++ {
+			for y := 0; y < 1<<z; y++ {
+				tl := Tile{z, x, y}
+				a, b, c, d := tl.Bounds(float64(r.buffer) / float64(r.extent))
+				if scope.IntersectsBBox(a, b, c, d) && !scope.ContainsBBox(a, b, c, d) {
+					tiles = append(tiles, tl)
+				}
+			}
+		}
+	}
+	for _, l := range r.Layers() {
+		t.Run(l.Name, func(t *testing.T) {
+			renderAll(t, tiles, func(tl Tile) error {
+				out, err := r.Render(context.Background(), l, tl, scope.WKB())
+				if err != nil {
+					return err
+				}
+				// Grid snapping and simplification move vertices by a few
+				// grid units.
+				tol := 6 * 360 / float64(int(1)<<tl.Z) / float64(r.extent)
+				for _, ml := range decode(t, out.MVT, tl) {
+					for _, f := range ml.Features {
+						b := f.Geometry.Bound()
+						if b.Min[0] < 2-tol || b.Max[0] > 20+tol || b.Min[1] < 44-tol || b.Max[1] > 56+tol {
+							t.Errorf("tile %s: %v %v at %v lies outside the scope's box", tl, ml.Name, f.Properties["name"], b)
+						}
+					}
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -56,11 +56,16 @@ func selectFields(l *Layer, from string) string {
 }
 
 // where finds the rows in the search box and, when scopeParam > 0, in the
-// scope given as that parameter.
+// scope given as that parameter: points exactly; lines and polygons by
+// bounding box only, since ST_Intersects fails on invalid shapes (real
+// country borders have some) and their cut to the scope drops the others.
 func where(l *Layer, scopeParam int) string {
 	w := fmt.Sprintf("%s && ST_MakeEnvelope($4, $5, $6, $7, 4326)", quote(l.Geom))
-	if scopeParam > 0 {
+	switch {
+	case scopeParam > 0 && l.Kind == Points:
 		w += fmt.Sprintf(" AND ST_Intersects(%s, %s)", quote(l.Geom), scopeGeom(scopeParam))
+	case scopeParam > 0:
+		w += fmt.Sprintf(" AND %s && %s", quote(l.Geom), scopeGeom(scopeParam))
 	}
 	return w
 }
@@ -95,13 +100,23 @@ func pointSQL(l *Layer, extent, buffer int, thinned, scoped bool) string {
 
 // shapeSQL selects lines or polygons in the search box, clipped to it in
 // EPSG:4326 before the transform (large polygons cost only their part in
-// the tile), cut to the scope when scoped, and simplified by $8 metres.
+// the tile) and, when scoped, to the scope as well, then simplified by $8
+// metres.
 func shapeSQL(l *Layer, extent, buffer int, scoped bool) string {
 	g := fmt.Sprintf("ST_ClipByBox2D(%s, ST_MakeEnvelope($4, $5, $6, $7, 4326))", quote(l.Geom))
 	scopeParam := 0
 	if scoped {
+		// The overlay needs valid input: the clipped shape is repaired
+		// first (stored shapes may be invalid, clipping may make them so).
+		// Only the layer's own dimension is kept: a fence touching the
+		// scope's edge leaves nothing, not a line.
 		scopeParam = 9
-		g = fmt.Sprintf("ST_Intersection(%s, %s)", g, scopeGeom(scopeParam))
+		dim := 3
+		if l.Kind == Lines {
+			dim = 2
+		}
+		g = fmt.Sprintf("ST_CollectionExtract(ST_Intersection(ST_MakeValid(%s), ST_Intersection(%s, ST_MakeEnvelope($4, $5, $6, $7, 4326))), %d)",
+			g, scopeGeom(scopeParam), dim)
 	}
 	g = fmt.Sprintf("ST_Simplify(ST_Transform(%s, 3857), $8, false)", g)
 	features := fmt.Sprintf(`SELECT %s AS id%s, ST_AsMVTGeom(%s, ST_TileEnvelope($1, $2, $3), %d, %d, true) AS geom FROM %s WHERE %s`,
