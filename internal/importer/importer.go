@@ -90,7 +90,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 	l := &loader{tx: tx, layer: o.Layer}
-	proceed, err := l.prepare(ctx, o)
+	bulk, proceed, err := l.prepare(ctx, o)
 	if err != nil || !proceed {
 		return Result{NotEmpty: !proceed && err == nil}, err
 	}
@@ -104,7 +104,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 		return res, err
 	}
 	p := newPipeline(ctx, src, &converter{layer: o.Layer, nameProp: o.NameProperty}, o.SkipBad, first)
-	n, copyErr := l.copy(ctx, p, first)
+	n, copyErr := l.copy(ctx, p, bulk, first)
 	perr := p.wait()
 	res.Skipped, res.Bad = p.skipped, p.bad
 	if perr != nil { // the input's error explains a failed COPY

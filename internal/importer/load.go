@@ -20,45 +20,45 @@ type loader struct {
 // layer is replaced or empty) truncates the table and drops its secondary
 // indexes, to rebuild them once after COPY: much faster than growing
 // them row by row. proceed is false when IfEmpty found rows.
-func (l *loader) prepare(ctx context.Context, o Options) (proceed bool, err error) {
+func (l *loader) prepare(ctx context.Context, o Options) (bulk, proceed bool, err error) {
 	table := pgx.Identifier{string(l.layer)}.Sanitize()
 	// The import transaction needs no durability wait at commit beyond
 	// the WAL flush that follows shortly; a crash before it loses only
 	// this import, never earlier data.
 	if _, err := l.tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return false, false, fmt.Errorf("database: %w", err)
 	}
 	if _, err := l.tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return false, false, fmt.Errorf("database: %w", err)
 	}
-	bulk := o.Replace
+	bulk = o.Replace
 	if !o.Replace {
 		// Writers wait; readers go on until the bulk path needs more.
 		if _, err := l.tx.Exec(ctx, "LOCK TABLE "+table+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-			return false, fmt.Errorf("lock %s: %w", l.layer, err)
+			return false, false, fmt.Errorf("lock %s: %w", l.layer, err)
 		}
 		var empty bool
 		if err := l.tx.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+table+")").Scan(&empty); err != nil {
-			return false, fmt.Errorf("database: %w", err)
+			return false, false, fmt.Errorf("database: %w", err)
 		}
 		if !empty && o.IfEmpty {
-			return false, nil
+			return false, false, nil
 		}
 		bulk = empty
 	}
 	if !bulk {
-		return true, nil
+		return false, true, nil
 	}
 	if _, err := l.tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		return false, fmt.Errorf("lock %s: %w", l.layer, err)
+		return false, false, fmt.Errorf("lock %s: %w", l.layer, err)
 	}
 	if err := l.dropIndexes(ctx, table); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if _, err := l.tx.Exec(ctx, "TRUNCATE "+table); err != nil {
-		return false, fmt.Errorf("truncate %s: %w", l.layer, err)
+		return false, false, fmt.Errorf("truncate %s: %w", l.layer, err)
 	}
-	return true, nil
+	return true, true, nil
 }
 
 // indexesSQL lists a table's indexes that back no constraint.
@@ -110,12 +110,19 @@ func (l *loader) firstID(ctx context.Context) (int64, error) {
 }
 
 // copy streams the rows through binary COPY, then moves the id sequence
-// past the ids used.
-func (l *loader) copy(ctx context.Context, src pgx.CopyFromSource, first int64) (int64, error) {
-	n, err := l.tx.CopyFrom(ctx, pgx.Identifier{string(l.layer)}, []string{"id", "name", "properties", "geom"}, src)
-	if err != nil {
-		return n, fmt.Errorf("copy into %s: %w", l.layer, err)
+// past the ids used. A bulk load freezes the rows as it writes them (the
+// table was truncated in this transaction), which spares the index builds
+// and the first readers the visibility bookkeeping.
+func (l *loader) copy(ctx context.Context, p *pipeline, bulk bool, first int64) (int64, error) {
+	sql := "COPY " + pgx.Identifier{string(l.layer)}.Sanitize() + " (id, name, properties, geom) FROM STDIN (FORMAT binary"
+	if bulk {
+		sql += ", FREEZE"
 	}
+	tag, err := l.tx.Conn().PgConn().CopyFrom(ctx, p.r, sql+")")
+	if err != nil {
+		return 0, fmt.Errorf("copy into %s: %w", l.layer, err)
+	}
+	n := tag.RowsAffected()
 	if n > 0 {
 		if _, err := l.tx.Exec(ctx, "SELECT setval($1, $2)", l.seq, first+n-1); err != nil {
 			return n, fmt.Errorf("database: %w", err)

@@ -1,74 +1,71 @@
 package importer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"strings"
 )
 
-// batchSize rows travel together from the parser to COPY, so that the
-// channel costs little per row; a few batches in flight keep memory flat.
-const batchSize = 1024
-
-// pipeline parses and converts the input in its own goroutine while COPY
-// streams the rows already converted. It implements pgx.CopyFromSource.
+// pipeline parses and converts the input in its own goroutine and writes
+// the rows there as PostgreSQL's binary COPY stream, which COPY reads
+// from the other end of a pipe: parsing, encoding and the server's work
+// overlap, and memory holds only the pipe's buffers.
 type pipeline struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	out    chan []row
-	free   chan []row
-	done   chan struct{}
+	r    *io.PipeReader
+	done chan struct{}
 
 	// Set by the parser goroutine, read after done is closed.
 	err     error
+	rows    int64
 	skipped int
 	bad     []*FeatureError
-
-	cur  []row
-	pos  int
-	id   int64
-	vals [4]any
 }
 
 func newPipeline(ctx context.Context, src source, c *converter, skipBad bool, firstID int64) *pipeline {
-	ctx, cancel := context.WithCancel(ctx)
-	p := &pipeline{
-		ctx: ctx, cancel: cancel,
-		out:  make(chan []row, 4),
-		free: make(chan []row, 6),
-		done: make(chan struct{}),
-		id:   firstID - 1,
-	}
-	go p.parse(src, c, skipBad)
+	r, w := io.Pipe()
+	p := &pipeline{r: r, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.err = p.parse(ctx, src, c, skipBad, firstID, w)
+		w.CloseWithError(p.err) // nil: a clean end of the stream
+	}()
 	return p
 }
 
-func (p *pipeline) parse(src source, c *converter, skipBad bool) {
-	defer close(p.done)
-	defer close(p.out)
-	batch := p.batch()
-	var it item
+// copyHeader starts a binary COPY stream: signature, flags, extension.
+var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+
+func (p *pipeline) parse(ctx context.Context, src source, c *converter, skipBad bool, id int64, pw io.Writer) error {
+	w := bufio.NewWriterSize(pw, 256<<10)
+	w.Write(copyHeader)
+	var (
+		it  item
+		r   row
+		tup []byte
+	)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		err := src.next(&it)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			p.err = err
-			return
+			return err
 		}
-		r := &batch[len(batch):][:1][0]
-		err = c.convert(&it, r)
+		err = c.convert(&it, &r)
 		if err == nil {
-			err = checkText(r)
+			err = checkText(&r)
 		}
 		if err != nil {
 			fe := &FeatureError{Position: it.position(), Reason: err.Error()}
 			if !skipBad {
-				p.err = fe
-				return
+				return fe
 			}
 			p.skipped++
 			if len(p.bad) < maxReported {
@@ -76,89 +73,45 @@ func (p *pipeline) parse(src source, c *converter, skipBad bool) {
 			}
 			continue
 		}
-		if batch = batch[:len(batch)+1]; len(batch) == cap(batch) {
-			if !p.send(batch) {
-				return
-			}
-			batch = p.batch()
+		tup = appendTuple(tup[:0], id, &r)
+		if _, err := w.Write(tup); err != nil {
+			return err // COPY failed; its error tells why
 		}
+		id++
+		p.rows++
 	}
-	if len(batch) > 0 {
-		p.send(batch)
-	}
+	w.Write([]byte{0xff, 0xff}) // trailer: a tuple of -1 fields
+	return w.Flush()
 }
 
-func (p *pipeline) batch() []row {
-	select {
-	case b := <-p.free:
-		return b[:0]
-	default:
-		return make([]row, 0, batchSize)
-	}
+// appendTuple appends one row in binary COPY format: id (int8), name
+// (text), properties (jsonb, version 1), geom (EWKB).
+func appendTuple(b []byte, id int64, r *row) []byte {
+	be := binary.BigEndian
+	b = be.AppendUint16(b, 4)
+	b = be.AppendUint32(b, 8)
+	b = be.AppendUint64(b, uint64(id))
+	b = be.AppendUint32(b, uint32(len(r.name)))
+	b = append(b, r.name...)
+	b = be.AppendUint32(b, uint32(len(r.props)+1))
+	b = append(b, 1)
+	b = append(b, r.props...)
+	b = be.AppendUint32(b, uint32(len(r.geom)))
+	return append(b, r.geom...)
 }
 
-func (p *pipeline) send(b []row) bool {
-	select {
-	case p.out <- b:
-		return true
-	case <-p.ctx.Done():
-		p.err = p.ctx.Err()
-		return false
-	}
-}
-
-// Next moves to the next row, recycling a batch once COPY has encoded it.
-func (p *pipeline) Next() bool {
-	p.pos++
-	if p.pos < len(p.cur) {
-		return true
-	}
-	if p.cur != nil {
-		select {
-		case p.free <- p.cur:
-		default:
-		}
-		p.cur = nil
-	}
-	b, ok := <-p.out
-	if !ok {
-		<-p.done // so that Err sees the parser's outcome
-		return false
-	}
-	p.cur, p.pos = b, 0
-	return true
-}
-
-// Values returns the current row: id, name, properties, geometry.
-func (p *pipeline) Values() ([]any, error) {
-	r := &p.cur[p.pos]
-	p.id++
-	p.vals[0], p.vals[1], p.vals[2], p.vals[3] = p.id, r.name, r.props, r.geom
-	return p.vals[:], nil
-}
-
-// Err is the parser's error once it has ended; pgx calls it between
-// chunks too, so it must not block.
-func (p *pipeline) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return nil
-	}
-}
-
-// wait stops the parser if it is still running and returns its error.
+// wait ends the parser, if COPY stopped reading early, and returns its
+// error.
 func (p *pipeline) wait() error {
-	p.cancel()
-	for range p.out { // unblock a parser waiting to send
-	}
+	p.r.CloseWithError(errCopyEnded)
 	<-p.done
-	if errors.Is(p.err, context.Canceled) && p.ctx.Err() != nil {
-		return nil // stopped by wait itself after COPY failed or ended
+	if errors.Is(p.err, errCopyEnded) {
+		return nil // COPY's own error explains it
 	}
 	return p.err
 }
+
+var errCopyEnded = errors.New("copy ended")
 
 // checkText rejects NUL characters, which PostgreSQL text and jsonb cannot
 // hold.
