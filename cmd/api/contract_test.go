@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// call makes one request and returns its status, headers and body.
+func call(t *testing.T, method, url, key, body string) (int, http.Header, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestContractTour calls every documented operation, with good and bad
+// input, through the checking proxy of startService: each answer must be
+// one the document describes. It also checks that validation failures name
+// where the bad value was, as FastAPI does.
+func TestContractTour(t *testing.T) {
+	_, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{
+		"DATABASE_URL":          dbURL,
+		"AUTH_ANONYMOUS_SCOPES": "proximity:read,geofences:read,tiles:read",
+		"RATELIMIT_GEOFENCE":    "100000/1s",
+	}
+	key := "tour-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	readOnly := key + "-ro"
+	runCLI(t, env, "keys", "create", "--name", readOnly, "--secret", readOnly, "--scopes", "geofences:read")
+	base, _ := startService(t, env)
+
+	const fence = `{"type":"Feature","properties":{"name":"Tiergarten","zone":"park"},"geometry":{"type":"Polygon",
+		"coordinates":[[[13.335,52.509],[13.375,52.509],[13.375,52.521],[13.335,52.521],[13.335,52.509]]]}}`
+
+	// Writes first: the reads below use the fence.
+	status, h, body := call(t, "POST", base+"/geofences", key, fence)
+	if status != 201 {
+		t.Fatalf("POST /geofences = %d %s, want 201", status, body)
+	}
+	var created struct{ ID int64 }
+	if err := json.Unmarshal(body, &created); err != nil || created.ID < 1 || h.Get("Location") == "" {
+		t.Fatalf("POST /geofences body %s, Location %q: want an id and a Location", body, h.Get("Location"))
+	}
+
+	tests := []struct {
+		name, method, path, key, body string
+		wantStatus                    int
+		wantLoc                       []any // for 422: the loc of the first entry
+	}{
+		{"WithinBerlin", "GET", "/within?lng=13.4&lat=52.5&radius=500", "", "", 200, nil},
+		{"WithinPaged", "GET", "/within?lng=13.4&lat=52.5&radius=20000&limit=2&properties=country", key, "", 200, nil},
+		{"WithinFences", "GET", "/within?lng=13.4&lat=52.5&radius=1000&layer=geofences&properties=none", key, "", 200, nil},
+		{"WithinMissingLng", "GET", "/within?lat=52.5&radius=500", key, "", 422, []any{"query", "lng"}},
+		{"WithinBadRadius", "GET", "/within?lng=13.4&lat=52.5&radius=-1", key, "", 422, []any{"query", "radius"}},
+		{"WithinHugeRadius", "GET", "/within?lng=13.4&lat=52.5&radius=1e9", key, "", 422, []any{"query", "radius"}},
+		{"WithinNaN", "GET", "/within?lng=NaN&lat=52.5&radius=5", key, "", 422, []any{"query", "lng"}},
+		{"WithinLatOut", "GET", "/within?lng=13.4&lat=91&radius=5", key, "", 422, []any{"query", "lat"}},
+		{"WithinLimit", "GET", "/within?lng=13.4&lat=52.5&radius=5&limit=100000", key, "", 422, []any{"query", "limit"}},
+		{"WithinLayer", "GET", "/within?lng=13.4&lat=52.5&radius=5&layer=nope", key, "", 422, []any{"query", "layer"}},
+		{"WithinCursor", "GET", "/within?lng=13.4&lat=52.5&radius=5&cursor=forged", key, "", 422, []any{"query", "cursor"}},
+		{"WithinBadKey", "GET", "/within?lng=13.4&lat=52.5&radius=5", "no-such-key", "", 401, nil},
+		{"WithinNoScope", "GET", "/within?lng=13.4&lat=52.5&radius=5", readOnly, "", 403, nil},
+		{"List", "GET", "/geofences?limit=5", key, "", 200, nil},
+		{"ListBBox", "GET", "/geofences?bbox=13,52,14,53", "", "", 200, nil},
+		{"ListBadBBox", "GET", "/geofences?bbox=1,2,3", key, "", 422, []any{"query", "bbox"}},
+		{"Get", "GET", fmt.Sprintf("/geofences/%d", created.ID), key, "", 200, nil},
+		{"GetMissing", "GET", "/geofences/999999999", key, "", 404, nil},
+		{"GetBadID", "GET", "/geofences/abc", key, "", 422, []any{"path", "id"}},
+		{"Contains", "GET", "/geofences/contains?lng=13.35&lat=52.515", key, "", 200, nil},
+		{"ContainsBad", "GET", "/geofences/contains?lng=200&lat=1", key, "", 422, []any{"query", "lng"}},
+		{"ContainsBatch", "POST", "/geofences/contains", key, `{"points":[[13.35,52.515],[2.35,48.85],[0,0]]}`, 200, nil},
+		{"ContainsBatchBad", "POST", "/geofences/contains", key, `{"points":[[13.35,52.515],[500,1]]}`, 422, []any{"body", "points", 1.0}},
+		{"ContainsBatchNotJSON", "POST", "/geofences/contains", key, `{"points":`, 422, []any{"body"}},
+		{"CreateNoScope", "POST", "/geofences", readOnly, fence, 403, nil},
+		{"CreateOpenRing", "POST", "/geofences", key, `{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0.5]]]}}`, 422, []any{"body", "geometry", "coordinates", 0.0}},
+		{"CreatePoint", "POST", "/geofences", key, `{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Point","coordinates":[0,0]}}`, 422, []any{"body", "geometry", "type"}},
+		{"CreateSelfIntersecting", "POST", "/geofences", key, `{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}}`, 422, []any{"body", "geometry"}},
+		{"CreateNoName", "POST", "/geofences", key, `{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}}`, 422, []any{"body", "properties", "name"}},
+		{"Replace", "PUT", fmt.Sprintf("/geofences/%d", created.ID), key, strings.Replace(fence, "Tiergarten", "Großer Tiergarten", 1), 200, nil},
+		{"ReplaceMissing", "PUT", "/geofences/999999999", key, fence, 404, nil},
+		{"TileLayers", "GET", "/tiles", "", "", 200, nil},
+		{"TileJSON", "GET", "/tiles/places.json", "", "", 200, nil},
+		{"TileJSONMissing", "GET", "/tiles/nope.json", "", "", 404, nil},
+		{"Tile", "GET", "/tiles/places/4/8/5.mvt", "", "", 200, nil},
+		{"TilePBF", "GET", "/tiles/geofences/4/8/5.pbf", key, "", 200, nil},
+		{"TileEmpty", "GET", "/tiles/places/10/0/0.mvt", "", "", 204, nil},
+		{"TileOutOfRange", "GET", "/tiles/places/4/16/0.mvt", "", "", 404, nil},
+		{"Healthz", "GET", "/healthz", "", "", 200, nil},
+		{"Readyz", "GET", "/readyz", "", "", 200, nil},
+		{"Metrics", "GET", "/metrics", "", "", 200, nil},
+		{"OpenAPI", "GET", "/openapi.json", "", "", 200, nil},
+		{"Delete", "DELETE", fmt.Sprintf("/geofences/%d", created.ID), key, "", 204, nil},
+		{"DeleteAgain", "DELETE", fmt.Sprintf("/geofences/%d", created.ID), key, "", 404, nil},
+		{"UnknownRoute", "GET", "/no/such/route", "", "", 404, nil},
+		{"WrongMethod", "PATCH", "/within", "", "", 405, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := call(t, tt.method, base+tt.path, tt.key, tt.body)
+			if status != tt.wantStatus {
+				t.Fatalf("%s %s = %d %.300s, want %d", tt.method, tt.path, status, body, tt.wantStatus)
+			}
+			if tt.wantLoc == nil {
+				return
+			}
+			var got struct {
+				Detail []struct{ Loc []any } `json:"detail"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil || len(got.Detail) == 0 {
+				t.Fatalf("422 body %s is not a FastAPI validation error: %v", body, err)
+			}
+			if diff := cmp.Diff(tt.wantLoc, got.Detail[0].Loc); diff != "" {
+				t.Errorf("loc mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("NextPageLink", func(t *testing.T) {
+		_, _, body := call(t, "GET", base+"/within?lng=13.4&lat=52.5&radius=20000&limit=2", key, "")
+		var page struct {
+			Links []struct{ Rel, Href string }
+		}
+		if err := json.Unmarshal(body, &page); err != nil || len(page.Links) == 0 {
+			t.Fatalf("page %.300s has no next link: %v", body, err)
+		}
+		if status, _, body := call(t, "GET", base+page.Links[0].Href, key, ""); status != 200 {
+			t.Errorf("following the next link = %d %.300s, want 200", status, body)
+		}
+	})
+
+	t.Run("TileNotModified", func(t *testing.T) {
+		_, h, _ := call(t, "GET", base+"/tiles/places/4/8/5.mvt", "", "")
+		req, _ := http.NewRequest("GET", base+"/tiles/places/4/8/5.mvt", nil)
+		req.Header.Set("If-None-Match", h.Get("ETag"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			t.Errorf("tile with If-None-Match = %d, want 304", resp.StatusCode)
+		}
+	})
+}
+
+// TestContractTourRateLimited checks the documented 429: body, headers and
+// Retry-After (the proxy of startService checks them against the document).
+func TestContractTourRateLimited(t *testing.T) {
+	base, _ := startService(t, map[string]string{"RATELIMIT_GEOFENCE": "2/1m"})
+	url := base + "/within?lng=13.4&lat=52.5&radius=500&layer=places"
+	for i, want := range []int{200, 200, 429} {
+		status, h, body := call(t, "GET", url, "", "")
+		if status != want {
+			t.Fatalf("request %d = %d %.200s, want %d", i+1, status, body, want)
+		}
+		if h.Get("RateLimit-Policy") == "" {
+			t.Errorf("request %d lacks RateLimit-Policy", i+1)
+		}
+		if want == 429 && h.Get("Retry-After") == "" {
+			t.Errorf("429 lacks Retry-After")
+		}
+	}
+}
