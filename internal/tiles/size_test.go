@@ -1,81 +1,25 @@
 package tiles
 
 import (
-	"compress/gzip"
 	"context"
-	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/auth"
-	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
 // maxTileBytes is the bound every tile of the demo data must stay under.
 const maxTileBytes = 500 << 10
 
-// demoDB returns a fresh database holding the 171k cities and 220
-// countries of data/, loaded once into a template. PostgreSQL parses the
-// JSON itself: this is a fixture, not an importer.
+// demoDB returns a fresh database holding the demo data: 171k cities in
+// places, 220 countries in geofences.
 func demoDB(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "data")
-	name := testenv.SchemaTemplate(t) + "_tdemo"
-	testenv.EnsureTemplate(t, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-			return err
-		}
-		cities, err := readGzip(filepath.Join(dir, "cities.json.gz"))
-		if err != nil {
-			return err
-		}
-		countries, err := readGzip(filepath.Join(dir, "countries-land-10km.geo.json.gz"))
-		if err != nil {
-			return err
-		}
-		_, err = pool.Exec(ctx, `
-			INSERT INTO places (name, properties, geom)
-			SELECT e->>'name', jsonb_build_object('country', e->>'country', 'admin1', e->>'admin1', 'admin2', e->>'admin2'),
-			       ST_SetSRID(ST_MakePoint((e->>'lng')::float8, (e->>'lat')::float8), 4326)
-			FROM jsonb_array_elements($1::jsonb) e`, string(cities))
-		if err != nil {
-			return fmt.Errorf("load cities: %w", err)
-		}
-		_, err = pool.Exec(ctx, `
-			INSERT INTO geofences (name, properties, geom)
-			SELECT f->'properties'->>'A3', f->'properties', ST_Multi(ST_SetSRID(ST_GeomFromGeoJSON(f->>'geometry'), 4326))
-			FROM jsonb_array_elements($1::jsonb->'features') f`, string(countries))
-		if err != nil {
-			return fmt.Errorf("load countries: %w", err)
-		}
-		_, err = pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
-		return err
-	})
-	db, _ := testenv.CloneDB(t, name)
-	return db
-}
-
-func readGzip(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(r)
+	return testenv.DemoDB(t)
 }
 
 // TestEveryTileFitsDemoData renders every tile of zooms 0 to 6 of both
