@@ -2,7 +2,6 @@
 # Benchmarks, each next to its baseline in the same run. See README "Performance".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "no benchmarks yet"
 bench/ratelimit.sh
 bench/auth.sh
 bench/tiles.sh

@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The browser tests drive Debian's Chromium; install it when it is missing.
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "installing chromium for the browser tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing: apt-get install chromium, or set CHROMIUM to a Chromium binary" >&2
+  fi
+fi
+
 env_lines=$(scripts/services.sh start test)
 TEST_DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
 TEST_REDIS_URL=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')
