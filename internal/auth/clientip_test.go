@@ -1,13 +1,18 @@
 package auth
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/httpx"
 )
 
 func TestClientIP(t *testing.T) {
@@ -211,4 +216,15 @@ func counterValue(t *testing.T, reg *prometheus.Registry, method, result string)
 		}
 	}
 	return 0
+}
+
+func TestAccessLogCarriesIdentity(t *testing.T) {
+	var buf bytes.Buffer
+	r := httpx.NewRouter(slog.New(slog.NewJSONHandler(&buf, nil)), nil)
+	r.Use(NewAuthenticator(Options{AnonymousScopes: ReadScopes}).Middleware())
+	r.GET("/within", Require(ScopeProximityRead), func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	do(t, r, "GET", "/within", nil, "[2001:db8:1:2::7]:1")
+	if !strings.Contains(buf.String(), `"identity":"ip:2001:db8:1:2::/64"`) {
+		t.Errorf("access log = %s, want the identity", buf.String())
+	}
 }

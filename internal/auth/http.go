@@ -29,6 +29,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 			return
 		}
 		Set(c, id)
+		httpx.AddLogAttrs(c, "identity", id.LimitKey())
 		c.Next()
 	}
 }

@@ -69,6 +69,12 @@ func AbortStatus(c *gin.Context, status int, msg string) {
 	c.AbortWithStatusJSON(status, Detail{Detail: msg})
 }
 
+// AddLogAttrs adds attributes to the request-scoped logger, so that the
+// access log and every later log line of the request carry them.
+func AddLogAttrs(c *gin.Context, args ...any) {
+	c.Set(loggerKey, Logger(c).With(args...))
+}
+
 // Logger returns the request-scoped logger set by the middleware, or the
 // default logger outside a request.
 func Logger(c *gin.Context) *slog.Logger {
