@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench/ratelimit.sh
 bench/auth.sh
+bench/geofence.sh
 bench/tiles.sh
 bench/import.sh

@@ -1,6 +1,7 @@
 package geofence
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -395,9 +396,14 @@ func trimObject(obj []byte) []byte {
 	return inner
 }
 
+// appendString appends s as a JSON string, leaving & < > as they are so
+// that links stay readable.
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
