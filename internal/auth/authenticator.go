@@ -139,7 +139,7 @@ func (a *Authenticator) authenticateKey(ctx context.Context, secret string) (Ide
 	if err != nil {
 		return Identity{}, err
 	}
-	return Identity{Kind: KindKey, ID: k.ID, Scopes: k.Scopes, Tier: k.Tier, Spatial: k.Spatial}, nil
+	return Identity{Kind: KindKey, ID: k.ID, Scopes: slices.Clip(k.Scopes), Tier: k.Tier, Spatial: k.Spatial}, nil
 }
 
 // MaxKeyLength bounds the x-api-key header.
