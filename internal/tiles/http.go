@@ -117,8 +117,12 @@ func (h *Handler) tile(c *gin.Context) {
 	}
 	var scopeWKB []byte
 	var scopeHash string
+	cacheControl := h.o.CacheControl
 	if h.o.Scope != nil {
 		if s := h.o.Scope(c); s != nil {
+			// What this caller may see is not what everyone may: shared
+			// HTTP caches must not keep it.
+			cacheControl = private(cacheControl)
 			minLng, minLat, maxLng, maxLat := t.Bounds(float64(h.r.buffer) / float64(h.r.extent))
 			switch {
 			case !s.IntersectsBBox(minLng, minLat, maxLng, maxLat):
@@ -135,7 +139,7 @@ func (h *Handler) tile(c *gin.Context) {
 		if h.o.OnHit != nil && !h.o.OnHit(c) {
 			return
 		}
-		h.write(c, "HIT", cached.e, nil)
+		h.write(c, "HIT", cacheControl, cached.e, nil)
 		return
 	}
 	if h.o.OnMiss != nil && !h.o.OnMiss(c) {
@@ -149,7 +153,7 @@ func (h *Handler) tile(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	h.write(c, "MISS", res.e, res.raw)
+	h.write(c, "MISS", cacheControl, res.e, res.raw)
 }
 
 // lookup returns the cached tile, if any, and the version a render must
@@ -213,13 +217,13 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 // write answers with the tile: 304 when the client has it, 204 when it is
 // empty, gzip bytes to clients that accept them. raw, when known, saves
 // decompressing for clients that do not.
-func (h *Handler) write(c *gin.Context, status string, e entry, raw []byte) {
+func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, raw []byte) {
 	hd := c.Writer.Header()
 	hd.Set("X-Cache", status)
 	hd.Set("ETag", e.ETag)
 	hd.Set("Vary", "Accept-Encoding")
-	if h.o.CacheControl != "" {
-		hd.Set("Cache-Control", h.o.CacheControl)
+	if cacheControl != "" {
+		hd.Set("Cache-Control", cacheControl)
 	}
 	if etagMatch(c.GetHeader("If-None-Match"), e.ETag) {
 		c.Status(http.StatusNotModified)
@@ -245,6 +249,20 @@ func (h *Handler) write(c *gin.Context, status string, e entry, raw []byte) {
 		}
 	}
 	c.Data(http.StatusOK, ContentType, raw)
+}
+
+// private turns a Cache-Control value into one that shared caches obey by
+// not storing the answer.
+func private(cc string) string {
+	switch {
+	case strings.Contains(cc, "private"), strings.Contains(cc, "no-store"):
+		return cc
+	case strings.Contains(cc, "public"):
+		return strings.Replace(cc, "public", "private", 1)
+	case cc == "":
+		return "private"
+	}
+	return "private, " + cc
 }
 
 // etagMatch implements If-None-Match's weak comparison.

@@ -45,6 +45,9 @@ func TestSpatialScopes(t *testing.T) {
 		if w.Code != 200 || w.Header().Get("X-Cache") != "HIT" {
 			t.Errorf("scoped GET of a tile inside = %d %q, want 200 HIT", w.Code, w.Header().Get("X-Cache"))
 		}
+		if cc := w.Header().Get("Cache-Control"); cc != "private, max-age=60" {
+			t.Errorf("scoped caller's Cache-Control = %q, want private, max-age=60", cc)
+		}
 	})
 	t.Run("OutsideRefusedWithoutRendering", func(t *testing.T) {
 		before := rp.h.renders.Load()

@@ -121,3 +121,18 @@ func FuzzParseTile(f *testing.F) {
 		}
 	})
 }
+
+func TestPrivate(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"public, max-age=60", "private, max-age=60"},
+		{"max-age=60", "private, max-age=60"},
+		{"", "private"},
+		{"no-store", "no-store"},
+		{"private, max-age=5", "private, max-age=5"},
+	}
+	for _, tt := range tests {
+		if got := private(tt.in); got != tt.want {
+			t.Errorf("private(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
