@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestGeofenceEndToEnd drives the proximity and geofence routes of the
+// whole service as an anonymous caller: reads pass with the anonymous
+// scopes, writes need credentials, and every route spends the "geofence"
+// budget, /within by radius (an invalid radius costs 1 and gets a 422).
+func TestGeofenceEndToEnd(t *testing.T) {
+	base, _ := startService(t, map[string]string{"RATELIMIT_GEOFENCE": "12/1m"})
+	tests := []struct {
+		name, method, path, body string
+		wantCode                 int
+		wantRemaining            string
+	}{
+		{"within 20 km costs 6", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 200, "6"},
+		{"an invalid radius costs 1", "GET", "/within?lng=2.35&lat=48.85&radius=-1", "", 422, "5"},
+		{"containment costs 1", "GET", "/geofences/contains?lng=2.35&lat=48.85", "", 200, "4"},
+		{"listing costs 1", "GET", "/geofences?limit=5", "", 200, "3"},
+		{"writes need credentials", "POST", "/geofences", `{"type":"Feature"}`, 401, ""},
+		{"within 1 km costs 1", "GET", "/within?lng=2.35&lat=48.85&radius=1000", "", 200, "2"},
+		{"over budget", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 429, ""},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.wantCode {
+			t.Errorf("%s: %s %s = %d %.200s, want %d", tt.name, tt.method, tt.path, resp.StatusCode, body, tt.wantCode)
+		}
+		if tt.wantRemaining != "" {
+			if p := resp.Header.Get("RateLimit-Policy"); !strings.Contains(p, "geofence") {
+				t.Errorf("%s: RateLimit-Policy = %q, want the geofence policy", tt.name, p)
+			}
+			if got := resp.Header.Get("RateLimit-Remaining"); got != tt.wantRemaining {
+				t.Errorf("%s: RateLimit-Remaining = %q, want %s", tt.name, got, tt.wantRemaining)
+			}
+		}
+	}
+}
