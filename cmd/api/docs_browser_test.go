@@ -128,12 +128,12 @@ func newBrowser(t *testing.T) (context.Context, func() []string) {
 
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
-	img, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	img, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 		return
 	}
-	p := filepath.Join(dir, name+".jpg")
+	p := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(p, img, 0o644); err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 		return
