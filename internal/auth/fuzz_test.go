@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +36,15 @@ func FuzzBearerToken(f *testing.F) {
 	})
 }
 
-func FuzzVerifyToken(f *testing.F) {
-	k := signingKeys(f)
+// fuzzVerifier verifies HS256 with testSecret and the test key set, on
+// the fuzz clock.
+func fuzzVerifier(tb testing.TB) *TokenVerifier {
+	tb.Helper()
+	k := signingKeys(tb)
 	jwks := NewJWKSFile("", 0, nil)
 	keys, err := parseJWKS(k.jwksDoc)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	jwks.keys = keys
 	jwks.lastAttempt = time.Now().Add(time.Hour) // never reload from the (empty) path
@@ -49,8 +55,37 @@ func FuzzVerifyToken(f *testing.F) {
 		Now:         func() time.Time { return fuzzNow },
 	})
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
+	return tv
+}
+
+// TestFuzzSeedsStayMeaningful: the committed seed tokens still exercise
+// the accepting path and each rejection they were made for.
+func TestFuzzSeedsStayMeaningful(t *testing.T) {
+	tv := fuzzVerifier(t)
+	for name, wantErr := range map[string]error{
+		"valid": nil, "valid_geoscope": nil, "expired": errExpiredToken, "not_yet": errEarlyToken,
+		"bad_signature": errInvalidToken, "alg_none": errInvalidToken, "alg_rs256_kid": errInvalidToken,
+		"scope_number": errTokenClaims, "no_sub": errTokenClaims, "geo_polygon": nil,
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzVerifyToken", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lit := strings.TrimSuffix(strings.TrimPrefix(strings.Split(string(data), "\n")[1], "string("), ")")
+		tok, err := strconv.Unquote(lit)
+		if err != nil {
+			t.Fatalf("seed %s: %v", name, err)
+		}
+		if _, err := tv.Verify(tok); err != wantErr {
+			t.Errorf("Verify(seed %s) = %v, want %v", name, err, wantErr)
+		}
+	}
+}
+
+func FuzzVerifyToken(f *testing.F) {
+	tv := fuzzVerifier(f)
 	f.Add(mintForFuzz(f, fuzzNow))
 	f.Fuzz(func(t *testing.T, tok string) {
 		if len(tok) > MaxTokenLength {
