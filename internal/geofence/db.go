@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,20 +51,27 @@ func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.
 	pctx, pcancel := context.WithTimeout(context.WithoutCancel(qctx), d.limits.QueryTimeout+cancelGrace)
 	defer pcancel()
 	pgc := conn.Conn().PgConn()
-	var fired atomic.Bool
+	sent := make(chan struct{})
 	stop := context.AfterFunc(qctx, func() {
-		fired.Store(true)
+		defer close(sent)
 		cctx, ccancel := context.WithTimeout(context.Background(), cancelGrace)
 		defer ccancel()
 		_ = pgc.CancelRequest(cctx)
 	})
 	err = fn(pctx, conn)
-	if !stop() && fired.Load() && !isQueryCanceled(err) {
-		// The cancel request may still be on its way and would hit the
-		// next statement on this connection: close it instead.
-		conn.Hijack().Close(context.Background()) //nolint:errcheck
-	} else {
+	if stop() {
 		conn.Release()
+	} else {
+		// The deadline passed or the client left: a cancel request went
+		// out. If the statement did not end by it, the request could still
+		// reach the server and hit the next statement on this connection,
+		// so the connection is closed instead of reused.
+		<-sent
+		if isQueryCanceled(err) {
+			conn.Release()
+		} else {
+			conn.Hijack().Close(context.Background()) //nolint:errcheck
+		}
 	}
 	if err != nil {
 		return d.classify(ctx, qctx, err)
