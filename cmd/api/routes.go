@@ -160,7 +160,10 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	web.Register(r)
 
 	// -- API description (internal/openapi) --
-	if err := openapi.Register(r); err != nil {
+	if err := openapi.Register(r, openapi.Limits{
+		MaxRadius: float64(cfg.Geofence.MaxRadius), DefaultLimit: cfg.Geofence.DefaultLimit,
+		MaxLimit: cfg.Geofence.MaxLimit, MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
+	}); err != nil {
 		return nil, err
 	}
 

@@ -35,11 +35,11 @@ const (
 	SpecPath   = "/openapi.json"
 )
 
-// Register serves the document on /openapi.json, Swagger UI on /docs,
-// ReDoc on /redoc and their assets under /docs/assets/. It errs when the
-// embedded document does not parse.
-func Register(r gin.IRouter) error {
-	doc, err := JSON()
+// Register serves the document, with limits l, on /openapi.json, Swagger
+// UI on /docs, ReDoc on /redoc and their assets under /docs/assets/. It errs
+// when the embedded document does not parse.
+func Register(r gin.IRouter, l Limits) error {
+	doc, err := JSON(l)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -24,8 +23,53 @@ var source []byte
 //go:embed assets
 var assets embed.FS
 
-var document = sync.OnceValues(func() ([]byte, error) {
-	b, err := yaml.YAMLToJSON(source)
+// YAML returns the document as written, with the default limits.
+func YAML() []byte { return source }
+
+// Limits are the configurable bounds the document states; a zero field
+// keeps the value written in openapi.yaml (the default configuration).
+type Limits struct {
+	MaxRadius      float64 // GEOFENCE_MAX_RADIUS_M
+	DefaultLimit   int     // GEOFENCE_DEFAULT_LIMIT
+	MaxLimit       int     // GEOFENCE_MAX_LIMIT
+	MaxBatchPoints int     // GEOFENCE_MAX_BATCH_POINTS
+}
+
+// patches returns where each limit goes in the document.
+func (l Limits) patches() []patch {
+	var ps []patch
+	add := func(v any, set bool, path ...string) {
+		if set {
+			ps = append(ps, patch{path: path, value: v})
+		}
+	}
+	add(l.MaxRadius, l.MaxRadius > 0, "components", "parameters", "Radius", "schema", "maximum")
+	add(l.DefaultLimit, l.DefaultLimit > 0, "components", "parameters", "Limit", "schema", "default")
+	add(l.MaxLimit, l.MaxLimit > 0, "components", "parameters", "Limit", "schema", "maximum")
+	add(l.MaxBatchPoints, l.MaxBatchPoints > 0, "components", "schemas", "ContainsBatch", "properties", "points", "maxItems")
+	return ps
+}
+
+type patch struct {
+	path  []string
+	value any
+}
+
+// JSON returns the document as served on /openapi.json: compact JSON, keys
+// in the order they are written, with l's limits in place of the defaults.
+// It errs when the embedded YAML does not parse or lacks a place a limit
+// goes.
+func JSON(l Limits) ([]byte, error) {
+	var doc any
+	if err := yaml.UnmarshalWithOptions(source, &doc, yaml.UseOrderedMap()); err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	for _, p := range l.patches() {
+		if err := set(doc, p.path, p.value); err != nil {
+			return nil, err
+		}
+	}
+	b, err := yaml.MarshalWithOptions(doc, yaml.JSON())
 	if err != nil {
 		return nil, fmt.Errorf("openapi.yaml: %w", err)
 	}
@@ -34,11 +78,30 @@ var document = sync.OnceValues(func() ([]byte, error) {
 		return nil, fmt.Errorf("openapi.yaml: %w", err)
 	}
 	return out.Bytes(), nil
-})
+}
 
-// YAML returns the document as written.
-func YAML() []byte { return source }
-
-// JSON returns the document as served on /openapi.json, keys in the order
-// they are written. It errs only when the embedded YAML does not parse.
-func JSON() ([]byte, error) { return document() }
+// set replaces the value at path in a document decoded with ordered maps.
+func set(doc any, path []string, value any) error {
+	cur := doc
+	for i, key := range path {
+		m, ok := cur.(yaml.MapSlice)
+		if !ok {
+			return fmt.Errorf("openapi.yaml: %v is not an object", path[:i])
+		}
+		found := false
+		for j := range m {
+			if k, _ := m[j].Key.(string); k == key {
+				if i == len(path)-1 {
+					m[j].Value = value
+					return nil
+				}
+				cur, found = m[j].Value, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("openapi.yaml: %v is missing", path[:i+1])
+		}
+	}
+	return nil
+}

@@ -21,7 +21,7 @@ import (
 func newRouter(t *testing.T) *gin.Engine {
 	t.Helper()
 	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
-	if err := openapi.Register(r); err != nil {
+	if err := openapi.Register(r, openapi.Limits{}); err != nil {
 		t.Fatalf("Register() = %v", err)
 	}
 	return r
@@ -182,5 +182,36 @@ func TestAssetsGzipAndMissing(t *testing.T) {
 		if w.Code != 404 || !strings.Contains(w.Body.String(), `"detail"`) {
 			t.Errorf("GET %s = %d %s, want 404 with detail", path, w.Code, w.Body)
 		}
+	}
+}
+
+// TestLimitsInDocument checks that the served document states the
+// configured limits and stays valid.
+func TestLimitsInDocument(t *testing.T) {
+	b, err := openapi.JSON(openapi.Limits{MaxRadius: 2500.5, DefaultLimit: 7, MaxLimit: 50, MaxBatchPoints: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := contract.LoadData(context.Background(), b)
+	if err != nil {
+		t.Fatalf("the document with limits is not valid: %v", err)
+	}
+	params := doc.Components.Parameters
+	if got := *params["Radius"].Value.Schema.Value.Max; got != 2500.5 {
+		t.Errorf("radius maximum = %v, want 2500.5", got)
+	}
+	lim := params["Limit"].Value.Schema.Value
+	if *lim.Max != 50 || lim.Default != float64(7) {
+		t.Errorf("limit maximum, default = %v, %v; want 50, 7", *lim.Max, lim.Default)
+	}
+	if got := *doc.Components.Schemas["ContainsBatch"].Value.Properties["points"].Value.MaxItems; got != 9 {
+		t.Errorf("points maxItems = %d, want 9", got)
+	}
+	def, err := openapi.JSON(openapi.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(def), `"maximum":100000`) {
+		t.Errorf("with no limits the document should keep the written radius maximum 100000")
 	}
 }

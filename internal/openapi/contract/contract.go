@@ -34,13 +34,20 @@ type Checker struct {
 
 var registerDecoders sync.Once
 
-// New loads and validates the embedded document and returns a Checker for
-// it. It errs when the document is not valid OpenAPI.
+// New loads and validates the embedded document, with the default limits,
+// and returns a Checker for it. It errs when the document is not valid
+// OpenAPI.
 func New(ctx context.Context) (*Checker, error) {
+	return NewFor(ctx, openapi.YAML())
+}
+
+// NewFor is New for the document data (YAML or JSON), for example the one
+// a running service serves with its configured limits.
+func NewFor(ctx context.Context, data []byte) (*Checker, error) {
 	registerDecoders.Do(func() {
 		openapi3filter.RegisterBodyDecoder("application/vnd.mapbox-vector-tile", openapi3filter.FileBodyDecoder)
 	})
-	doc, err := Load(ctx)
+	doc, err := LoadData(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -56,15 +63,18 @@ func New(ctx context.Context) (*Checker, error) {
 }
 
 // Load parses the embedded document and validates it as OpenAPI.
-func Load(ctx context.Context) (*openapi3.T, error) {
+func Load(ctx context.Context) (*openapi3.T, error) { return LoadData(ctx, openapi.YAML()) }
+
+// LoadData parses a document (YAML or JSON) and validates it as OpenAPI.
+func LoadData(ctx context.Context, data []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
-	doc, err := loader.LoadFromData(openapi.YAML())
+	doc, err := loader.LoadFromData(data)
 	if err != nil {
-		return nil, fmt.Errorf("load openapi.yaml: %w", err)
+		return nil, fmt.Errorf("load the OpenAPI document: %w", err)
 	}
 	if err := doc.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("openapi.yaml is not valid OpenAPI: %w", err)
+		return nil, fmt.Errorf("the document is not valid OpenAPI: %w", err)
 	}
 	return doc, nil
 }

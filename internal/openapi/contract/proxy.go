@@ -55,12 +55,22 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", 
 
 // Proxy starts an HTTP server that forwards every request to target
 // unchanged (no X-Forwarded-* headers are added, compression is passed
-// through) and checks each exchange against the document. It returns the
-// proxy's base URL; when the test ends the proxy stops and every violation
-// fails the test.
+// through) and checks each exchange against the document the target
+// serves on /openapi.json, which carries its configured limits. It returns
+// the proxy's base URL; when the test ends the proxy stops and every
+// violation fails the test.
 func Proxy(t testing.TB, target string) string {
 	t.Helper()
-	c, err := New(context.Background())
+	resp, err := http.Get(target + "/openapi.json")
+	if err != nil {
+		t.Fatalf("contract: fetching the document: %v", err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("contract: GET %s/openapi.json = %d, %v", target, resp.StatusCode, err)
+	}
+	c, err := NewFor(context.Background(), data)
 	if err != nil {
 		t.Fatalf("contract: %v", err)
 	}
