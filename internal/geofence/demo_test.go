@@ -268,3 +268,23 @@ func TestDemoCountryContainment(t *testing.T) {
 		}
 	})
 }
+
+// TestDemoWithinPlan reads the plan of /within 100 km around Paris over
+// the 171k cities, the densest circle of the demo data.
+func TestDemoWithinPlan(t *testing.T) {
+	t.Parallel()
+	pool := testenv.DemoDB(t)
+	svc, err := New(context.Background(), pool, Settings{Limits: testLimits, Layers: []string{"places"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM places
+		WHERE ST_DWithin(geom::geography, ST_MakePoint(2.35, 48.85)::geography, 100000)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 1000 {
+		t.Fatalf("%d places within 100 km of Paris: not a dense circle", n)
+	}
+	checkWithinPlan(t, pool, svc, WithinQuery{Layer: "places", Lng: 2.35, Lat: 48.85, Radius: 100_000, Limit: 100})
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // planNode is the part of EXPLAIN (FORMAT JSON) the plan test reads.
@@ -39,7 +41,16 @@ func TestWithinPlanUsesIndexWithoutSortingEveryMatch(t *testing.T) {
 		SELECT 'p' || i, ST_SetSRID(ST_MakePoint(2.35 + (random() - 0.5) * 0.8, 48.85 + (random() - 0.5) * 0.5), 4326)
 		FROM generate_series(1, 20000) i`)
 	mustExec(t, pool, "ANALYZE places")
-	sql, args, _ := svc.WithinSQL(WithinQuery{Layer: "places", Lng: 2.35, Lat: 48.85, Radius: 100_000, Limit: 100})
+	checkWithinPlan(t, pool, svc, WithinQuery{Layer: "places", Lng: 2.35, Lat: 48.85, Radius: 100_000, Limit: 100})
+}
+
+// checkWithinPlan executes the /within statement of q under EXPLAIN
+// ANALYZE, with a custom and with a generic plan, and checks that places is
+// only read through places_geog_idx (once in KNN order) and that no Sort
+// sees more than a few pages of rows.
+func checkWithinPlan(t *testing.T, pool *pgxpool.Pool, svc *Service, q WithinQuery) {
+	t.Helper()
+	sql, args, _ := svc.WithinSQL(q)
 
 	ctx := context.Background()
 	conn, err := pool.Acquire(ctx)
