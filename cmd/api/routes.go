@@ -148,9 +148,10 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 			}
 			return nil
 		},
-		OnMiss: charge("tiles"),
-		OnHit:  charge("tiles-cached"),
-		Log:    log,
+		OnMiss:     charge("tiles"),
+		OnHit:      charge("tiles-cached"),
+		Log:        log,
+		Registerer: reg,
 	})
 	if err != nil {
 		return nil, err

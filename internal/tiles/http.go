@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -55,6 +56,8 @@ type Options struct {
 	OnMiss func(*gin.Context) bool
 	OnHit  func(*gin.Context) bool
 	Log    *slog.Logger
+	// Registerer, when set, receives the tile metrics.
+	Registerer prometheus.Registerer
 }
 
 // Handler serves tiles, TileJSON and the layer list.
@@ -64,6 +67,7 @@ type Handler struct {
 	o        Options
 	group    singleflight.Group
 	renders  atomic.Int64
+	metrics  *metrics
 }
 
 // NewHandler returns a Handler rendering with r; versions supply each
@@ -75,7 +79,7 @@ func NewHandler(r *Renderer, versions *Versions, o Options) *Handler {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Handler{r: r, versions: versions, o: o}
+	return &Handler{r: r, versions: versions, o: o, metrics: newMetrics(o.Registerer)}
 }
 
 // Register adds GET /tiles, /tiles/{layer}.json and
@@ -126,6 +130,7 @@ func (h *Handler) tile(c *gin.Context) {
 			minLng, minLat, maxLng, maxLat := t.Bounds(float64(h.r.buffer) / float64(h.r.extent))
 			switch {
 			case !s.IntersectsBBox(minLng, minLat, maxLng, maxLat):
+				h.metrics.answer(l.Name, "outside")
 				httpx.Abort(c, errOutside)
 				return
 			case !s.ContainsBBox(minLng, minLat, maxLng, maxLat):
@@ -139,6 +144,7 @@ func (h *Handler) tile(c *gin.Context) {
 		if h.o.OnHit != nil && !h.o.OnHit(c) {
 			return
 		}
+		h.metrics.answer(l.Name, "hit")
 		h.write(c, "HIT", cacheControl, cached.e, nil)
 		return
 	}
@@ -150,9 +156,11 @@ func (h *Handler) tile(c *gin.Context) {
 		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			err = apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errRenderBad), err)
 		}
+		h.metrics.answer(l.Name, "error")
 		httpx.Abort(c, err)
 		return
 	}
+	h.metrics.answer(l.Name, "miss")
 	h.write(c, "MISS", cacheControl, res.e, res.raw)
 }
 
@@ -198,10 +206,12 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 	h.renders.Add(1)
 	rctx, cancel := context.WithTimeout(ctx, h.o.RenderTimeout)
 	defer cancel()
+	start := time.Now()
 	out, err := h.r.Render(rctx, l, t, scopeWKB)
 	if err != nil {
 		return result{}, err
 	}
+	h.metrics.rendered(l.Name, t.Z, time.Since(start))
 	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
 	h.versions.raise(l.Table, out.Version)
 	if h.o.Cache == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
@@ -202,7 +204,9 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	db := fixtureDB(t)
 	var misses, hits int
 	deny := false
+	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
+		Registerer: reg,
 		OnMiss: func(c *gin.Context) bool {
 			misses++
 			if deny {
@@ -229,6 +233,28 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	}
 	if n := rp.h.renders.Load(); n != 1 {
 		t.Errorf("renders = %d, want 1: a refused miss must not render", n)
+	}
+	got := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, lp := range m.GetLabel() {
+				key += " " + lp.GetName() + "=" + lp.GetValue()
+			}
+			got[key] = m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	want := map[string]float64{
+		"geogate_tiles_requests_total layer=places result=hit":         3,
+		"geogate_tiles_requests_total layer=places result=miss":        1,
+		"geogate_tiles_render_duration_seconds layer=places zooms=mid": 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tile metrics (-want +got):\n%s", diff)
 	}
 }
 
