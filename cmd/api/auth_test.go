@@ -99,3 +99,28 @@ func TestAuthEndToEnd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestKeysAndTokenCLIErrors(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "JWT_HS256_SECRET": "short"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys"}, "subcommand is required"},
+		{[]string{"keys", "rotate"}, "unknown subcommand"},
+		{[]string{"keys", "create", "--scopes", "all"}, "--name and --scopes are required"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "bogus"}, `unknown scope "bogus"`},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3"}, "--bbox must be"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "3,2,3,4"}, "spatial scope"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3,4", "--scope-geojson", "f"}, "not both"},
+		{[]string{"keys", "revoke"}, "exactly one key id"},
+		{[]string{"token", "--sub", "a", "--scopes", "all"}, "positive --ttl"},
+		{[]string{"token", "--sub", "a", "--scopes", "all", "--ttl", "1h"}, "JWT_HS256_SECRET must be set"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tc.args, envMap(env), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("api %s = %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
