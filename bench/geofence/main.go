@@ -6,6 +6,9 @@
 //     "geofence" rate limit in the path, the limit raised out of the way)
 //     next to the identical SQL driven straight through pgx at the same
 //     concurrency: requests/s, p50 and p99 for both, and their ratio;
+//   - the same /within through the geofence routes alone, served in this
+//     process on a loopback port, to tell the handler's cost from the
+//     rest of the API's (authentication, the limiter's Redis round trip);
 //   - containment: points/s for batches of 1,000 random points through
 //     POST /geofences/contains (the subdivided fences) next to the naive
 //     ST_Intersects against the original polygons through pgx.
@@ -41,6 +44,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/importer"
 	"github.com/geogate/geogate/internal/pg"
 )
@@ -81,7 +85,15 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	defer pool.Close()
-	if b.svc, err = geofence.New(ctx, pool, geofence.Settings{Layers: []string{"places"}}); err != nil {
+	b.svc, err = geofence.New(ctx, pool, geofence.Settings{
+		Limits: geofence.Limits{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
+		Layers: []string{"places"},
+	})
+	if err != nil {
+		return err
+	}
+	inproc, err := b.serveInProcess()
+	if err != nil {
 		return err
 	}
 	if b.points, err = cityPoints(ctx, pool, 5000); err != nil {
@@ -93,16 +105,17 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	}
 	defer stop()
 
-	fmt.Printf("/within, %v per run, same random city centres for both sides\n", b.dur)
-	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio")
+	fmt.Printf("/within, %v per run, the same random city centres for every side\n", b.dur)
+	fmt.Printf("API: api serve (auth, rate limit, handler); handler: the geofence routes alone on a loopback server in this process\n")
+	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s | %11s %8s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio", "handler r/s", "p99 ms")
 	for _, r := range radii {
 		for _, c := range concs {
-			sqlOp, apiOp := b.withinSQL(pool, float64(r)), b.withinAPI(float64(r), c)
-			sqlRes := b.warmLoad(c, sqlOp)
-			apiRes := b.warmLoad(c, apiOp)
-			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%%%s\n",
+			sqlRes := b.warmLoad(c, b.withinSQL(pool, float64(r)))
+			apiRes := b.warmLoad(c, b.withinAPI(b.base, float64(r), c))
+			hRes := b.warmLoad(c, b.withinAPI(inproc, float64(r), c))
+			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
 				fmt.Sprintf("%d m", r), c, apiRes.rate, apiRes.p50, apiRes.p99, sqlRes.rate, sqlRes.p50, sqlRes.p99,
-				100*apiRes.rate/sqlRes.rate, apiRes.errNote()+sqlRes.errNote())
+				100*apiRes.rate/sqlRes.rate, hRes.rate, hRes.p99, apiRes.errNote()+sqlRes.errNote()+hRes.errNote())
 		}
 	}
 
@@ -204,11 +217,11 @@ func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) func(int) error {
 	}
 }
 
-func (b *bench) withinAPI(r float64, c int) func(int) error {
+func (b *bench) withinAPI(base string, r float64, c int) func(int) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
 	return func(i int) error {
 		p := b.points[i%len(b.points)]
-		u := fmt.Sprintf("%s/within?lng=%s&lat=%s&radius=%s", b.base, num(p[0]), num(p[1]), num(r))
+		u := fmt.Sprintf("%s/within?lng=%s&lat=%s&radius=%s", base, num(p[0]), num(p[1]), num(r))
 		return get(client, u)
 	}
 }
@@ -303,6 +316,21 @@ func cityPoints(ctx context.Context, pool *pgxpool.Pool, n int) ([][2]float64, e
 		out[i] = all[rng.IntN(len(all))]
 	}
 	return out, nil
+}
+
+// serveInProcess serves the geofence routes alone (no authentication, no
+// rate limit) on a loopback port of this process and returns the base URL.
+func (b *bench) serveInProcess() (string, error) {
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	geofence.Register(r, b.svc, geofence.Options{Rules: geofence.Rules{
+		MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxVertices: 100_000, MaxBodyBytes: 5 << 20, MaxBatchPoints: 1000,
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = http.Serve(ln, r) }()
+	return "http://" + ln.Addr().String(), nil
 }
 
 // startAPI starts `api serve` on a free loopback port with the geofence
