@@ -73,6 +73,12 @@ func loadAuth(r *reader) Auth {
 	if a.JWKSURL != "" {
 		r.urlWithScheme("JWT_JWKS_URL", a.JWKSURL, "https", "http")
 	}
+	for _, iss := range a.Issuers {
+		if strings.Contains(iss, "|") {
+			// Subjects are qualified as <issuer>|<subject>.
+			r.fail("JWT_ISSUER", iss, "must not contain '|'")
+		}
+	}
 	if a.Leeway > 5*time.Minute {
 		r.fail("JWT_LEEWAY", a.Leeway.String(), "must be at most 5m")
 	}

@@ -48,6 +48,7 @@ func TestLoadAuth(t *testing.T) {
 		{"BothJWKS", map[string]string{"JWT_JWKS_URL": "https://x/jwks", "JWT_JWKS_FILE": "/x"}, "JWT_JWKS_FILE"},
 		{"BadJWKSScheme", map[string]string{"JWT_JWKS_URL": "ftp://x/jwks"}, "JWT_JWKS_URL"},
 		{"BadAlgorithm", map[string]string{"JWT_ALGORITHMS": "HS256,none"}, "JWT_ALGORITHMS"},
+		{"PipeInIssuer", map[string]string{"JWT_ISSUER": "https://a,b|c"}, "JWT_ISSUER"},
 		{"HugeLeeway", map[string]string{"JWT_LEEWAY": "1h"}, "JWT_LEEWAY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
