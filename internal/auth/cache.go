@@ -104,20 +104,25 @@ func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
 	return e, nil
 }
 
-// evict drops expired entries and, if that is not enough, arbitrary ones
-// (Go's map order), down to three quarters of the bound. c.mu is held.
+// evict drops expired entries, then unknown secrets (so that a flood of
+// random keys cannot push real keys out), then arbitrary ones (Go's map
+// order), down to three quarters of the bound. c.mu is held.
 func (c *KeyCache) evict() {
 	now := c.now()
-	for h, e := range c.entries {
-		if !now.Before(e.until) {
-			delete(c.entries, h)
+	target := c.max * 3 / 4
+	for _, drop := range []func(cacheEntry) bool{
+		func(e cacheEntry) bool { return !now.Before(e.until) },
+		func(e cacheEntry) bool { return !e.found },
+		func(cacheEntry) bool { return true },
+	} {
+		for h, e := range c.entries {
+			if len(c.entries) <= target {
+				return
+			}
+			if drop(e) {
+				delete(c.entries, h)
+			}
 		}
-	}
-	for h := range c.entries {
-		if len(c.entries) <= c.max*3/4 {
-			break
-		}
-		delete(c.entries, h)
 	}
 }
 

@@ -258,12 +258,26 @@ func TestKeyCacheConcurrentMissesShareOneLookup(t *testing.T) {
 }
 
 func TestKeyCacheBounded(t *testing.T) {
-	cache := NewKeyCache(NewStore(testenv.DB(t)), time.Minute, 16)
+	cs := &countingStore{Store: NewStore(testenv.DB(t))}
+	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
+	cache := NewKeyCache(cs, time.Minute, 16)
+	ctx := context.Background()
+	if _, err := cache.Verify(ctx, "k-secret"); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 100; i++ {
-		_, _ = cache.Verify(context.Background(), fmt.Sprintf("random-%d", i))
+		_, _ = cache.Verify(ctx, fmt.Sprintf("random-%d", i))
 		if n := cache.Len(); n > 16 {
 			t.Fatalf("cache holds %d entries, bound 16", n)
 		}
+	}
+	// Random secrets were evicted before the real key.
+	before := cs.n.Load()
+	if _, err := cache.Verify(ctx, "k-secret"); err != nil {
+		t.Fatal(err)
+	}
+	if cs.n.Load() != before {
+		t.Errorf("a flood of unknown secrets pushed the real key out of the cache")
 	}
 }
 
