@@ -105,6 +105,8 @@ func parseProperties(raw *json.RawMessage, errs *httpx.ValidationError) (string,
 		errs.Add("Field required: a string.", "missing", "body", "properties", "name")
 	case name == "" || utf8.RuneCountInString(name) > maxNameRunes:
 		errs.Add(fmt.Sprintf("Must be 1 to %d characters.", maxNameRunes), "string_length", "body", "properties", "name")
+	case strings.ContainsRune(name, 0):
+		errs.Add("Must not contain NUL characters.", "value_error", "body", "properties", "name")
 	}
 	delete(props, "name")
 	if msg := storable(props); msg != "" {

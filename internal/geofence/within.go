@@ -72,10 +72,10 @@ bound AS (
     LIMIT $4::int
   ) c
 )
-SELECT r.id, r.name, r.d,
-  CASE WHEN $7::text[] IS NULL THEN r.properties
+SELECT r.id, coalesce(r.name::text, ''), r.d,
+  CASE WHEN $7::text[] IS NULL THEN coalesce(r.properties, '{}'::jsonb)
        ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
-             FROM jsonb_each(r.properties) e WHERE e.key = ANY($7::text[]))
+             FROM jsonb_each(coalesce(r.properties, '{}'::jsonb)) e WHERE e.key = ANY($7::text[]))
   END - '{name,distance_m}'::text[],
   ST_AsGeoJSON(r.geom)
 FROM (
