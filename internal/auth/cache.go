@@ -28,6 +28,9 @@ type KeyCache struct {
 	max    int
 	now    func() time.Time
 	sf     singleflight.Group
+	// sem bounds concurrent lookups, so that a flood of distinct unknown
+	// secrets queues here instead of taking the whole database pool.
+	sem chan struct{}
 
 	mu      sync.Mutex
 	entries map[[32]byte]cacheEntry
@@ -39,13 +42,20 @@ type cacheEntry struct {
 	until time.Time
 }
 
+// MaxConcurrentLookups bounds the key lookups one KeyCache runs at once.
+const MaxConcurrentLookups = 4
+
 // NewKeyCache returns a cache over lookup holding at most max entries for
 // ttl each.
 func NewKeyCache(lookup KeyLookup, ttl time.Duration, max int) *KeyCache {
 	if max < 1 {
 		max = 1
 	}
-	return &KeyCache{lookup: lookup, ttl: ttl, max: max, now: time.Now, entries: make(map[[32]byte]cacheEntry)}
+	return &KeyCache{
+		lookup: lookup, ttl: ttl, max: max, now: time.Now,
+		sem:     make(chan struct{}, MaxConcurrentLookups),
+		entries: make(map[[32]byte]cacheEntry),
+	}
 }
 
 // Verify returns the key for secret, or an Unauthenticated error when it is
@@ -85,6 +95,12 @@ func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
 		defer cancel()
 	} else {
 		ctx = context.WithoutCancel(ctx)
+	}
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-ctx.Done():
+		return cacheEntry{}, ctx.Err()
 	}
 	k, err := c.lookup.ByHash(ctx, h)
 	found := true

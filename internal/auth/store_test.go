@@ -290,3 +290,46 @@ func TestKeyStoreDown(t *testing.T) {
 	res := do(t, h, "GET", "/within", map[string]string{"x-api-key": "k-secret"}, "")
 	checkRejection(t, res, http.StatusServiceUnavailable, "cannot be verified", "k-secret")
 }
+
+// gatedStore holds every lookup until released and records how many ran
+// at once.
+type gatedStore struct {
+	*Store
+	release        chan struct{}
+	inFlight, peak atomic.Int32
+}
+
+func (g *gatedStore) ByHash(ctx context.Context, h [32]byte) (Key, error) {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for {
+		p := g.peak.Load()
+		if n <= p || g.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	<-g.release
+	return g.Store.ByHash(ctx, h)
+}
+
+func TestKeyCacheBoundsConcurrentLookups(t *testing.T) {
+	g := &gatedStore{Store: NewStore(testenv.DB(t)), release: make(chan struct{})}
+	cache := NewKeyCache(g, time.Minute, 100)
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = cache.Verify(context.Background(), fmt.Sprintf("unknown-%d", i))
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := g.inFlight.Load(); got != MaxConcurrentLookups {
+		t.Errorf("lookups in flight = %d, want %d", got, MaxConcurrentLookups)
+	}
+	close(g.release)
+	wg.Wait()
+	if got := g.peak.Load(); got > MaxConcurrentLookups {
+		t.Errorf("peak concurrent lookups = %d, want at most %d", got, MaxConcurrentLookups)
+	}
+}
