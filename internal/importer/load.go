@@ -12,7 +12,7 @@ import (
 type loader struct {
 	tx      pgx.Tx
 	layer   Layer
-	indexes []string // definitions of the indexes dropped for a bulk load
+	indexes []string // statements recreating what a bulk load dropped
 	seq     string   // the id column's sequence
 }
 
@@ -61,35 +61,43 @@ func (l *loader) prepare(ctx context.Context, o Options) (bulk, proceed bool, er
 	return true, true, nil
 }
 
-// indexesSQL lists a table's indexes that back no constraint.
+// indexesSQL lists what a bulk load drops and rebuilds: the table's
+// indexes that back no constraint, and its primary key and unique
+// constraints that no foreign key depends on. Constraints come first, so
+// that they are rebuilt first.
 const indexesSQL = `
-SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+SELECT 'ALTER TABLE ' || $1 || ' DROP CONSTRAINT ' || quote_ident(c.conname),
+       'ALTER TABLE ' || $1 || ' ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid)
+FROM pg_constraint c
+WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u')
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)
+UNION ALL
+SELECT 'DROP INDEX ' || i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
 FROM pg_index i
 WHERE i.indrelid = $1::regclass
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-ORDER BY 1`
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`
 
 func (l *loader) dropIndexes(ctx context.Context, table string) error {
 	rows, err := l.tx.Query(ctx, indexesSQL, table)
 	if err != nil {
 		return fmt.Errorf("list indexes: %w", err)
 	}
-	var names []string
+	var drops []string
 	for rows.Next() {
-		var name, def string
-		if err := rows.Scan(&name, &def); err != nil {
+		var drop, create string
+		if err := rows.Scan(&drop, &create); err != nil {
 			return fmt.Errorf("list indexes: %w", err)
 		}
-		names = append(names, name)
-		l.indexes = append(l.indexes, def)
+		drops = append(drops, drop)
+		l.indexes = append(l.indexes, create)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("list indexes: %w", err)
 	}
-	for _, name := range names {
-		// name comes from regclass output, already quoted where needed.
-		if _, err := l.tx.Exec(ctx, "DROP INDEX "+name); err != nil {
-			return fmt.Errorf("drop index %s: %w", name, err)
+	// The statements hold only names from the catalog, quoted by it.
+	for _, drop := range drops {
+		if _, err := l.tx.Exec(ctx, drop); err != nil {
+			return fmt.Errorf("%s: %w", drop, err)
 		}
 	}
 	return nil

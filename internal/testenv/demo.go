@@ -20,7 +20,7 @@ import (
 
 // demoVersion changes when the way demo data is loaded changes, so that a
 // stale template is not reused.
-const demoVersion = "3"
+const demoVersion = "4"
 
 // The demo files and their layers, relative to the repository root.
 var demoFiles = []struct {
