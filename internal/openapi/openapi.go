@@ -13,6 +13,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/goccy/go-yaml"
 )
@@ -43,7 +44,11 @@ func (l Limits) patches() []patch {
 			ps = append(ps, patch{path: path, value: v})
 		}
 	}
-	add(l.MaxRadius, l.MaxRadius > 0, "components", "parameters", "Radius", "schema", "maximum")
+	var radius any = l.MaxRadius
+	if l.MaxRadius == math.Trunc(l.MaxRadius) && l.MaxRadius < 1<<53 {
+		radius = int64(l.MaxRadius) // 100000, not 100000.0
+	}
+	add(radius, l.MaxRadius > 0, "components", "parameters", "Radius", "schema", "maximum")
 	add(l.DefaultLimit, l.DefaultLimit > 0, "components", "parameters", "Limit", "schema", "default")
 	add(l.MaxLimit, l.MaxLimit > 0, "components", "parameters", "Limit", "schema", "maximum")
 	add(l.MaxBatchPoints, l.MaxBatchPoints > 0, "components", "schemas", "ContainsBatch", "properties", "points", "maxItems")

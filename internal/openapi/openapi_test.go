@@ -207,11 +207,15 @@ func TestLimitsInDocument(t *testing.T) {
 	if got := *doc.Components.Schemas["ContainsBatch"].Value.Properties["points"].Value.MaxItems; got != 9 {
 		t.Errorf("points maxItems = %d, want 9", got)
 	}
+	whole, err := openapi.JSON(openapi.Limits{MaxRadius: 5000})
+	if err != nil || !strings.Contains(string(whole), `"maximum":5000}`) {
+		t.Errorf("a whole radius should be written as an integer: %v", err)
+	}
 	def, err := openapi.JSON(openapi.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(def), `"maximum":100000`) {
+	if !strings.Contains(string(def), `"maximum":100000}`) {
 		t.Errorf("with no limits the document should keep the written radius maximum 100000")
 	}
 }
