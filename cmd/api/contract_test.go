@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -189,5 +193,62 @@ func TestContractTourRateLimited(t *testing.T) {
 		if want == 429 && h.Get("Retry-After") == "" {
 			t.Errorf("429 lacks Retry-After")
 		}
+	}
+}
+
+// TestDocumentedRangesAreEnforced reads every numeric query parameter's
+// range from the document the service serves and tries its edges: a value
+// on the edge must not be refused as invalid, one just past it must be a
+// 422 naming that parameter. The document's ranges are thus the code's.
+func TestDocumentedRangesAreEnforced(t *testing.T) {
+	base, _ := startService(t, map[string]string{"RATELIMIT_GEOFENCE": "100000/1s"})
+	_, _, data := call(t, "GET", base+"/openapi.json", "", "")
+	doc, err := contract.LoadData(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := map[string]string{"lng": "13.4", "lat": "52.5", "radius": "500"}
+	checked := 0
+	for _, path := range []string{"/within", "/geofences", "/geofences/contains"} {
+		op := doc.Paths.Value(path).Get
+		for _, ref := range op.Parameters {
+			p := ref.Value
+			if p.In != "query" || p.Schema == nil || !p.Schema.Value.Type.Includes("number") && !p.Schema.Value.Type.Includes("integer") {
+				continue
+			}
+			s := p.Schema.Value
+			var edges, past []float64
+			if s.Min != nil {
+				edges, past = append(edges, *s.Min), append(past, *s.Min-1)
+			}
+			if s.ExclusiveMin.Value != nil {
+				edges, past = append(edges, *s.ExclusiveMin.Value+1e-6), append(past, *s.ExclusiveMin.Value)
+			}
+			if s.Max != nil {
+				edges, past = append(edges, *s.Max), append(past, *s.Max+1)
+			}
+			for _, v := range append(edges, past...) {
+				isEdge := len(edges) > 0 && v >= edges[0] && v <= edges[len(edges)-1]
+				q := url.Values{}
+				for name, val := range valid {
+					if op.Parameters.GetByInAndName("query", name) != nil {
+						q.Set(name, val)
+					}
+				}
+				q.Set(p.Name, strconv.FormatFloat(v, 'f', -1, 64))
+				status, _, body := call(t, "GET", base+path+"?"+q.Encode(), "", "")
+				checked++
+				loc := fmt.Sprintf(`"loc":["query",%q]`, p.Name)
+				switch {
+				case isEdge && status == 422 && strings.Contains(string(body), loc):
+					t.Errorf("GET %s?%s = 422 %s; the document allows %s=%v", path, q.Encode(), body, p.Name, v)
+				case !isEdge && (status != 422 || !strings.Contains(string(body), loc)):
+					t.Errorf("GET %s?%s = %d %.200s; want 422 naming %s, the document forbids %v", path, q.Encode(), status, body, p.Name, v)
+				}
+			}
+		}
+	}
+	if checked < 12 {
+		t.Errorf("checked %d values; the document's ranges were not found", checked)
 	}
 }
