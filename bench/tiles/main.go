@@ -3,9 +3,9 @@
 // cache off, next to the identical tile SQL run straight through pgx at
 // the same concurrency; and cached tiles per second and p99 (gzip, served
 // from Redis). The handler runs in this process on a loopback HTTP server
-// (authentication and rate limits are not in the path). It loads the demo
-// data into its own database (DB_NAME) on first use. Run it from the
-// repository root:
+// (authentication, rate limits and access logs are not in the path). It
+// imports the demo data into its own database (-dbname) on first use. Run
+// it from the repository root:
 //
 //	go run ./bench/tiles -db postgres://geogate@127.0.0.1:55432/geogate -redis redis://127.0.0.1:56379/0
 package main
@@ -81,7 +81,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := silent()
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cold := cfg.Tiles
@@ -251,8 +251,14 @@ func tileSet(ctx context.Context, db *pgxpool.Pool, z, n int) ([]tiles.Tile, err
 	})
 }
 
+// silent is a logger that formats nothing: access logs are not what this
+// measures.
+func silent() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 1}))
+}
+
 func serve(h *tiles.Handler) (string, func(), error) {
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := httpx.NewRouter(silent(), nil)
 	h.Register(r)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
