@@ -4,7 +4,8 @@
 # the same concurrency; points/s for batches of 1,000 points through
 # POST /geofences/contains next to the naive ST_Intersects. Uses
 # DATABASE_URL and REDIS_URL when set, else the private dev services.
-#   GEOFENCE_CONC (4,16,32), GEOFENCE_DUR (5s), GEOFENCE_RADII (1000,20000) tune it.
+#   GEOFENCE_CONC (4,16,32), GEOFENCE_DUR (5s), GEOFENCE_RADII (1000,20000) and
+#   GEOFENCE_RUNS (1: runs per case, alternating sides, medians printed) tune it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
@@ -14,4 +15,4 @@ if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
 fi
 go build -o bin/api ./cmd/api
 go run ./bench/geofence -db "$DATABASE_URL" -redis "$REDIS_URL" -api bin/api \
-  -c "${GEOFENCE_CONC:-4,16,32}" -d "${GEOFENCE_DUR:-5s}" -r "${GEOFENCE_RADII:-1000,20000}"
+  -c "${GEOFENCE_CONC:-4,16,32}" -d "${GEOFENCE_DUR:-5s}" -r "${GEOFENCE_RADII:-1000,20000}" -runs "${GEOFENCE_RUNS:-1}"

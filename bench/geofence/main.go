@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -58,8 +59,9 @@ func main() {
 	radii := flag.String("r", "1000,20000", "radii in metres, comma-separated")
 	dur := flag.Duration("d", 5*time.Second, "duration of each run")
 	batchConc := flag.Int("batch-c", 4, "concurrency of the containment runs")
+	runs := flag.Int("runs", 1, "runs of each case, alternating the sides; medians are printed")
 	flag.Parse()
-	b := &bench{dur: *dur}
+	b := &bench{dur: *dur, runs: max(*runs, 1)}
 	if err := b.run(*dbURL, *dbName, *redisURL, *apiBin, ints(*concs), ints(*radii), *batchConc); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/geofence:", err)
 		os.Exit(1)
@@ -68,6 +70,7 @@ func main() {
 
 type bench struct {
 	dur    time.Duration
+	runs   int
 	points [][2]float64 // /within centres: random city positions
 	base   string       // API base URL
 	svc    *geofence.Service
@@ -110,9 +113,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s | %11s %8s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio", "handler r/s", "p99 ms")
 	for _, r := range radii {
 		for _, c := range concs {
-			sqlRes := b.warmLoad(c, b.withinSQL(pool, float64(r)))
-			apiRes := b.warmLoad(c, b.withinAPI(b.base, float64(r), c))
-			hRes := b.warmLoad(c, b.withinAPI(inproc, float64(r), c))
+			res := b.medians(c, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c))
+			sqlRes, apiRes, hRes := res[0], res[1], res[2]
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
 				fmt.Sprintf("%d m", r), c, apiRes.rate, apiRes.p50, apiRes.p99, sqlRes.rate, sqlRes.p50, sqlRes.p99,
 				100*apiRes.rate/sqlRes.rate, hRes.rate, hRes.p99, apiRes.errNote()+sqlRes.errNote()+hRes.errNote())
@@ -122,9 +124,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	fmt.Printf("\ncontainment, batches of 1000 random points (lng -180..180, lat -60..75), concurrency %d\n", batchConc)
 	fmt.Printf("%-44s %12s %8s\n", "path", "points/s", "p99 ms")
 	batches := randomBatches(64, 1000)
-	api := b.warmLoad(batchConc, b.batchAPI(batches, batchConc))
-	sub := b.warmLoad(batchConc, b.batchSQL(pool, geofence.ContainsBatchSQL, batches))
-	naive := b.warmLoad(batchConc, b.batchSQL(pool, geofence.NaiveContainsBatchSQL, batches))
+	res := b.medians(batchConc, b.batchAPI(batches, batchConc),
+		b.batchSQL(pool, geofence.ContainsBatchSQL, batches), b.batchSQL(pool, geofence.NaiveContainsBatchSQL, batches))
+	api, sub, naive := res[0], res[1], res[2]
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "API POST /geofences/contains (subdivided)", api.rate*1000, api.p99, api.errNote())
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.rate*1000, sub.p99, sub.errNote())
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.rate*1000, naive.p99, naive.errNote())
@@ -144,6 +146,24 @@ func (r result) errNote() string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d errors: %s)", r.errs, r.firstErr)
+}
+
+// medians runs each op b.runs times, alternating between them so that
+// drifting load on the machine hits every side alike, and returns for each
+// the run with the median rate.
+func (b *bench) medians(c int, ops ...func(int) error) []result {
+	all := make([][]result, len(ops))
+	for range b.runs {
+		for i, op := range ops {
+			all[i] = append(all[i], b.warmLoad(c, op))
+		}
+	}
+	out := make([]result, len(ops))
+	for i, rs := range all {
+		slices.SortFunc(rs, func(x, y result) int { return cmp.Compare(x.rate, y.rate) })
+		out[i] = rs[len(rs)/2]
+	}
+	return out
 }
 
 // warmLoad runs op for a second unmeasured, so that both sides start with
