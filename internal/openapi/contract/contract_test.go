@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/openapi"
 )
 
 func newChecker(t *testing.T) *Checker {
@@ -198,5 +201,44 @@ func TestProxy(t *testing.T) {
 	}
 	if rec.Seen() != 2 {
 		t.Errorf("Seen() = %d, want 2", rec.Seen())
+	}
+}
+
+// fakeT collects what Wrap reports when the test ends.
+type fakeT struct {
+	testing.TB
+	errors   []string
+	cleanups []func()
+}
+
+func (f *fakeT) Helper()           {}
+func (f *fakeT) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeT) Errorf(format string, args ...any) {
+	f.errors = append(f.errors, fmt.Sprintf(format, args...))
+}
+func (f *fakeT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+func TestWrap(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"status":"ok","checks":{}}`))
+	})
+	ft := &fakeT{TB: t}
+	h := Wrap(ft, mux, openapi.Limits{})
+	for _, path := range []string{"/healthz", "/readyz"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	}
+	for _, fn := range ft.cleanups {
+		fn()
+	}
+	if len(ft.errors) != 1 || !strings.Contains(ft.errors[0], "GET /readyz -> 202") {
+		t.Errorf("Wrap reported %q, want one violation for the undocumented 202", ft.errors)
 	}
 }
