@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -315,5 +317,61 @@ func TestRedisHungRendersUncached(t *testing.T) {
 		if took > tt.max {
 			t.Errorf("%s: GET took %v, want at most %v", tt.name, took, tt.max)
 		}
+	}
+}
+
+func TestLayersCheckedAtStart(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	if _, err := db.Exec(context.Background(), `CREATE TABLE roads (id bigint PRIMARY KEY, ref text, geom geometry(LineString, 4326));
+		CREATE TABLE mercator (id bigint PRIMARY KEY, geom geometry(Point, 3857));
+		CREATE TABLE textids (id text PRIMARY KEY, geom geometry(Point, 4326))`); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		layer   config.TileLayer
+		wantErr string // "" for a good layer
+	}{
+		{"Lines", config.TileLayer{Name: "roads", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"ref"}, MaxZoom: 22}, ""},
+		{"NoTable", config.TileLayer{Name: "x", Table: "nope", Geom: "geom", ID: "id", Rank: "id"}, "table \"nope\" not found"},
+		{"NoColumn", config.TileLayer{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"population"}}, "places.population not found"},
+		{"NotAGeometry", config.TileLayer{Name: "x", Table: "places", Geom: "name", ID: "id", Rank: "id"}, "not a geometry column"},
+		{"WrongSRID", config.TileLayer{Name: "x", Table: "mercator", Geom: "geom", ID: "id", Rank: "id"}, "SRID 3857"},
+		{"TextID", config.TileLayer{Name: "x", Table: "textids", Geom: "geom", ID: "id", Rank: "id"}, "want an integer type"},
+		{"ReservedField", config.TileLayer{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"id"}}, "used twice (or reserved)"},
+		{"NoPropertiesColumn", config.TileLayer{Name: "x", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"properties.a"}}, "needs a jsonb column properties"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Layers = []config.TileLayer{tt.layer}
+			_, err := NewRenderer(context.Background(), db, cfg)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("NewRenderer(%s) = %v, want no error", tt.layer.Name, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("NewRenderer(%s) = %v, want an error with %q", tt.layer.Name, err, tt.wantErr)
+			}
+		})
+	}
+	// A line layer renders.
+	cfg := testConfig(t)
+	cfg.Layers = []config.TileLayer{tests[0].layer}
+	r, err := NewRenderer(context.Background(), db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), "INSERT INTO roads VALUES (1, 'A10', ST_SetSRID(ST_MakeLine(ST_MakePoint(13.1, 52.4), ST_MakePoint(13.7, 52.6)), 4326))"); err != nil {
+		t.Fatal(err)
+	}
+	tl := tileOf(13.41, 52.52, 8)
+	out, err := r.Render(context.Background(), r.Layer("roads"), tl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := decode(t, out.MVT, tl)
+	if len(ls) != 1 || len(ls[0].Features) != 1 || ls[0].Features[0].Properties["ref"] != "A10" || ls[0].Features[0].Geometry.GeoJSONType() != "LineString" {
+		t.Errorf("roads tile = %+v, want one LineString A10", ls)
 	}
 }

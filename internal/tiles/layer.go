@@ -56,10 +56,16 @@ func checkLayer(ctx context.Context, db *pgxpool.Pool, l config.TileLayer, exten
 			return nil, fmt.Errorf("tile layer %s: column %s.%s not found", l.Name, l.Table, c)
 		}
 	}
+	switch cols[l.ID] {
+	case "smallint", "integer", "bigint":
+	default:
+		return nil, fmt.Errorf("tile layer %s: id column %s.%s is %s, want an integer type (it becomes the MVT feature id)", l.Name, l.Table, l.ID, cols[l.ID])
+	}
 	if out.Kind, err = geometryKind(ctx, db, l); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{"geom": true}
+	// The feature query names its id and geometry columns id and geom.
+	seen := map[string]bool{"geom": true, "id": true}
 	for _, f := range l.Fields {
 		fd, err := field(l, cols, f)
 		if err != nil {
