@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -92,6 +93,7 @@ func BenchmarkToken(b *testing.B) {
 	}{
 		{"HS256", sign(b, jwt.SigningMethodHS256, []byte(testSecret), "", claimsAt(now, nil))},
 		{"HS256WithGeoScope", sign(b, jwt.SigningMethodHS256, []byte(testSecret), "", claimsAt(now, geo))},
+		{"HS256WithPolygonScope", sign(b, jwt.SigningMethodHS256, []byte(testSecret), "", claimsAt(now, map[string]any{"geo_scope": json.RawMessage(lShape)}))},
 		{"RS256", sign(b, jwt.SigningMethodRS256, k.rsa, "rsa1", claimsAt(now, nil))},
 		{"ES256", sign(b, jwt.SigningMethodES256, k.ec, "ec1", claimsAt(now, nil))},
 		{"EdDSA", sign(b, jwt.SigningMethodEdDSA, k.ed, "ed1", claimsAt(now, nil))},

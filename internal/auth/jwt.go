@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -50,6 +51,35 @@ type TokenOptions struct {
 type TokenVerifier struct {
 	o      TokenOptions
 	parser *jwt.Parser
+
+	// scopes remembers parsed geo_scope claims: one caller sends the same
+	// claim with every request, and a polygon is worth parsing once.
+	mu     sync.Mutex
+	scopes map[string]*SpatialScope
+}
+
+// maxParsedScopes bounds TokenVerifier.scopes.
+const maxParsedScopes = 1024
+
+// spatialScope parses a geo_scope claim, remembering the result.
+func (v *TokenVerifier) spatialScope(raw []byte) (*SpatialScope, error) {
+	v.mu.Lock()
+	s, ok := v.scopes[string(raw)]
+	v.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := ParseSpatialScope(raw)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.scopes == nil || len(v.scopes) >= maxParsedScopes {
+		v.scopes = make(map[string]*SpatialScope)
+	}
+	v.scopes[string(raw)] = s
+	return s, nil
 }
 
 // NewTokenVerifier returns a verifier for o, or nil and no error when o
@@ -129,7 +159,7 @@ func (v *TokenVerifier) Verify(tok string) (Identity, error) {
 		}
 	}
 	if len(c.GeoScope) > 0 {
-		s, err := ParseSpatialScope(c.GeoScope)
+		s, err := v.spatialScope(c.GeoScope)
 		if err != nil {
 			return Identity{}, errTokenGeoScope
 		}
