@@ -300,22 +300,19 @@ func TestRedisHungRendersUncached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proc.Resume() //nolint:errcheck
-	tests := []struct {
-		name string
-		max  time.Duration
-	}{
-		{"FirstWaitsOneTimeout", 2 * time.Second},
-		{"ThenSkipsRedis", 150 * time.Millisecond},
-	}
-	for _, tt := range tests {
+	for i, name := range []string{"FirstWaitsOneTimeout", "ThenSkipsRedis"} {
 		start := time.Now()
 		w := rp.get(t, path)
 		took := time.Since(start)
 		if w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
-			t.Errorf("%s: GET = %d %q, want 200 MISS", tt.name, w.Code, w.Header().Get("X-Cache"))
+			t.Errorf("%s: GET = %d %q, want 200 MISS", name, w.Code, w.Header().Get("X-Cache"))
 		}
-		if took > tt.max {
-			t.Errorf("%s: GET took %v, want at most %v", tt.name, took, tt.max)
+		// Generous: the point is that no call waits for Redis to wake.
+		if took > 3*time.Second {
+			t.Errorf("%s: GET took %v, want well under the time Redis stays paused", name, took)
+		}
+		if i == 0 && rp.h.o.Cache.available() {
+			t.Errorf("after a Redis timeout the cache still counts as available; want it skipped for %v", cooldown)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,7 +159,8 @@ func waitVersion(t *testing.T, v *Versions, table string, want int64) {
 func TestSingleflight(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
+	var arrived atomic.Int64 // requests about to render
+	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }})
 	ctx := context.Background()
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -179,8 +181,8 @@ func TestSingleflight(t *testing.T) {
 			codes[i] = rp.get(t, path).Code
 		}()
 	}
-	waitFor(t, func() bool { return rp.h.renders.Load() >= 1 })
-	time.Sleep(200 * time.Millisecond) // let the other requests join
+	waitFor(t, func() bool { return arrived.Load() == n && blockedRenders(t, db) == 1 })
+	time.Sleep(100 * time.Millisecond) // from OnMiss to joining the flight is a few instructions
 	_ = tx.Rollback(ctx)
 	wg.Wait()
 	for i, c := range codes {
