@@ -14,3 +14,14 @@ type Key struct {
 	ExpiresAt *time.Time
 	RevokedAt *time.Time
 }
+
+// Usable reports why k cannot be used at t, or nil.
+func (k Key) Usable(t time.Time) error {
+	if k.RevokedAt != nil && !k.RevokedAt.After(t) {
+		return errInvalidKey
+	}
+	if k.ExpiresAt != nil && !k.ExpiresAt.After(t) {
+		return errExpiredKey
+	}
+	return nil
+}

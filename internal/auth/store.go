@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -176,15 +175,4 @@ func scanKey(row pgx.CollectableRow) (Key, error) {
 		k.Spatial = sp
 	}
 	return k, nil
-}
-
-// Usable reports why k cannot be used at t, or nil.
-func (k Key) Usable(t time.Time) error {
-	if k.RevokedAt != nil && !k.RevokedAt.After(t) {
-		return errInvalidKey
-	}
-	if k.ExpiresAt != nil && !k.ExpiresAt.After(t) {
-		return errExpiredKey
-	}
-	return nil
 }
