@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,8 +45,21 @@ func main() {
 	conc := flag.Int("c", 8, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "duration of each run")
 	setSize := flag.Int("n", 256, "tiles per set")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/tiles:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*dbURL, *dbName, *redisURL, *conc, *dur, *setSize); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench/tiles:", err)
 		os.Exit(1)
 	}
