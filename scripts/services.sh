@@ -78,7 +78,11 @@ CONF
       printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$d/postgresql.conf"
     fi
   fi
-  as_pg "$pgbin/pg_ctl" -D "$d" -l "$d/server.log" -w -t 30 start >/dev/null
+  if ! as_pg "$pgbin/pg_ctl" -D "$d" -l "$d/server.log" -w -t 30 start >/dev/null; then
+    log "PostgreSQL did not start on port $pgport; the end of $d/server.log:"
+    tail -n 5 "$d/server.log" >&2
+    exit 1
+  fi
   as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U geogate -d postgres -tAc \
     "SELECT 1 FROM pg_database WHERE datname='geogate'" | grep -q 1 ||
     as_pg "$pgbin/createdb" -h 127.0.0.1 -p "$pgport" -U geogate geogate
