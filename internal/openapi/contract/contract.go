@@ -122,6 +122,11 @@ func (c *Checker) Check(ctx context.Context, x Exchange) []string {
 
 	r2 := req.Clone(ctx)
 	r2.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	if len(x.RequestBody) > 0 && r2.Header.Get("Content-Type") == "" {
+		// A body without a Content-Type is read as JSON, as FastAPI does;
+		// the document cannot say so.
+		r2.Header.Set("Content-Type", "application/json")
+	}
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}
 	in := &openapi3filter.RequestValidationInput{Request: r2, PathParams: params, Route: route, Options: opts}
 	var out []string

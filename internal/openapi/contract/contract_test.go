@@ -90,6 +90,35 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestBodyWithoutContentType checks that a body sent without a
+// Content-Type is validated as JSON.
+func TestBodyWithoutContentType(t *testing.T) {
+	c := newChecker(t)
+	js := http.Header{"Content-Type": {"application/json"}}
+	ok := []byte(`{"results":[]}`)
+	tests := []struct {
+		name, body, want string
+		status           int
+	}{
+		{"ValidJSON", `{"points":[]}`, "", 200},
+		{"InvalidAccepted", `{"points":"x"}`, "rejects this request", 200},
+		{"InvalidRefused", `{"points":"x"}`, "", 422},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "http://geogate.test/geofences/contains", nil)
+			body := ok
+			if tt.status == 422 {
+				body = []byte(`{"detail":[{"loc":["body","points"],"msg":"Wrong JSON type.","type":"type_error"}]}`)
+			}
+			got := strings.Join(c.Check(context.Background(), Exchange{Request: req, RequestBody: []byte(tt.body), Status: tt.status, Header: js, Body: body}), "\n")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("Check() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestIgnoresCORSPreflight(t *testing.T) {
 	c := newChecker(t)
 	req := httptest.NewRequest("OPTIONS", "http://geogate.test/within", nil)
