@@ -14,7 +14,7 @@ import (
 	"github.com/geogate/geogate/internal/testenv"
 )
 
-// featureStream generates n NDJSON features of about 1.5 KB on the fly;
+// featureStream generates n NDJSON features of about 8 KB on the fly;
 // every 50th is valid, the others have a latitude out of range, so the
 // whole stream is parsed while the database receives little.
 type featureStream struct {
@@ -40,12 +40,12 @@ func (s *featureStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestImportMemoryIsFlat streams 60 MB through the importer and checks
+// TestImportMemoryIsFlat streams 40 MB through the importer and checks
 // that the heap stays far below the input's size.
 func TestImportMemoryIsFlat(t *testing.T) {
 	pool := testenv.DB(t)
-	const n = 40000
-	src := &featureStream{n: n, pad: strings.Repeat("x", 1500)}
+	const n = 5000
+	src := &featureStream{n: n, pad: strings.Repeat("x", 8000)}
 	runtime.GC()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -74,9 +74,9 @@ func TestImportMemoryIsFlat(t *testing.T) {
 	if res.Rows != n/50 || res.Skipped != n-n/50 {
 		t.Errorf("Import() = %d rows, %d skipped; want %d, %d", res.Rows, res.Skipped, n/50, n-n/50)
 	}
-	const limit = 32 << 20 // the input is about 60 MB
+	const limit = 16 << 20 // the input is about 40 MB
 	if p := peak.Load(); p > limit {
 		t.Errorf("peak heap in use = %d MB, want under %d MB", p>>20, limit>>20)
 	}
-	t.Logf("peak heap in use: %d MB for %d MB of input", peak.Load()>>20, n*1600>>20)
+	t.Logf("peak heap in use: %d MB for %d MB of input", peak.Load()>>20, n*8100>>20)
 }
