@@ -116,6 +116,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 			}
 			return nil
 		},
+		Scope: func(c *gin.Context) []byte { return auth.FromGin(c).Spatial.WKB() },
 	})
 
 	// -- tiles (internal/tiles) --

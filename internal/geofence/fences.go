@@ -52,12 +52,17 @@ FROM v LEFT JOIN w ON true`
 w AS (
   UPDATE geofences f SET name = $1, properties = $2, geom = v.g, updated_at = now()
   FROM v WHERE f.id = $4 AND v.reason = 'Valid Geometry'
+    AND ($5::bytea IS NULL OR ST_CoveredBy(f.geom, ST_GeomFromWKB($5, 4326)))
   RETURNING f.id, f.name, f.properties, f.geom
 )
 SELECT v.reason, w.id, w.name, w.properties - 'name', ST_AsGeoJSON(w.geom)
 FROM v LEFT JOIN w ON true`
-	getFenceSQL    = `SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences WHERE id = $1`
-	deleteFenceSQL = `DELETE FROM geofences WHERE id = $1`
+	// A caller with a spatial scope ($2, WKB; NULL for the whole world)
+	// sees the fences meeting it and changes only those inside it.
+	getFenceSQL = `SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences
+WHERE id = $1 AND ($2::bytea IS NULL OR ST_Intersects(geom, ST_GeomFromWKB($2, 4326)))`
+	deleteFenceSQL = `DELETE FROM geofences
+WHERE id = $1 AND ($2::bytea IS NULL OR ST_CoveredBy(geom, ST_GeomFromWKB($2, 4326)))`
 	// An envelope crossing the antimeridian (west > east) is split in two.
 	listFencesSQL = `
 SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences
@@ -65,6 +70,7 @@ WHERE id > $1
   AND ($2::float8 IS NULL
        OR geom && ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
        OR ($2 > $4 AND geom && ST_MakeEnvelope($2, $3, 180, $5, 4326)))
+  AND ($7::bytea IS NULL OR ST_Intersects(geom, ST_GeomFromWKB($7, 4326)))
 ORDER BY id
 LIMIT $6`
 )
@@ -76,10 +82,19 @@ func (s *Service) CreateFence(ctx context.Context, in FenceInput) (Feature, erro
 }
 
 // UpdateFence replaces fence id with in. It fails with apperr.NotFound
-// when there is no such fence and *InvalidGeometryError for an invalid
+// when there is no such fence (or, for a caller with a spatial scope, scope
+// as WKB, none wholly inside it) and *InvalidGeometryError for an invalid
 // geometry.
-func (s *Service) UpdateFence(ctx context.Context, id int64, in FenceInput) (Feature, error) {
-	return s.writeFence(ctx, updateFenceSQL, in.Name, in.Props, in.WKB, id)
+func (s *Service) UpdateFence(ctx context.Context, id int64, in FenceInput, scope []byte) (Feature, error) {
+	return s.writeFence(ctx, updateFenceSQL, in.Name, in.Props, in.WKB, id, scopeArg(scope))
+}
+
+// scopeArg is a spatial scope as a query argument: NULL for the world.
+func scopeArg(wkb []byte) any {
+	if wkb == nil {
+		return nil
+	}
+	return wkb
 }
 
 func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feature, error) {
@@ -111,11 +126,12 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 	return f, nil
 }
 
-// GetFence returns fence id, or apperr.NotFound.
-func (s *Service) GetFence(ctx context.Context, id int64) (Feature, error) {
+// GetFence returns fence id, or apperr.NotFound; with a spatial scope (as
+// WKB, nil for the whole world) only a fence meeting it is found.
+func (s *Service) GetFence(ctx context.Context, id int64, scope []byte) (Feature, error) {
 	var f Feature
 	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, getFenceSQL, id).Scan(&f.ID, &f.Name, &f.Props, &f.Geometry)
+		return conn.QueryRow(ctx, getFenceSQL, id, scopeArg(scope)).Scan(&f.ID, &f.Name, &f.Props, &f.Geometry)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Feature{}, errFenceNotFound
@@ -123,11 +139,13 @@ func (s *Service) GetFence(ctx context.Context, id int64) (Feature, error) {
 	return f, err
 }
 
-// DeleteFence deletes fence id, or fails with apperr.NotFound.
-func (s *Service) DeleteFence(ctx context.Context, id int64) error {
+// DeleteFence deletes fence id, or fails with apperr.NotFound; with a
+// spatial scope (as WKB, nil for the whole world) only a fence wholly
+// inside it is found.
+func (s *Service) DeleteFence(ctx context.Context, id int64, scope []byte) error {
 	var n int64
 	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		tag, err := conn.Exec(ctx, deleteFenceSQL, id)
+		tag, err := conn.Exec(ctx, deleteFenceSQL, id, scopeArg(scope))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -149,12 +167,15 @@ type ListQuery struct {
 	BBox    *BBox
 	Limit   int
 	AfterID int64
+	// Scope, a spatial scope as WKB, limits the answer to the fences
+	// meeting it; nil is the whole world.
+	Scope []byte
 }
 
 // ListFences returns up to q.Limit fences after q.AfterID in id order, and
 // whether more remain.
 func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool, error) {
-	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1}
+	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1, scopeArg(q.Scope)}
 	if b := q.BBox; b != nil {
 		args[1], args[2], args[3], args[4] = b.West, b.South, b.East, b.North
 	}

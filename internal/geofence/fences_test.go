@@ -4,13 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
+	geom "github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
+
+	"github.com/geogate/geogate/internal/httpx"
 )
 
 type featureJSON struct {
@@ -240,5 +247,50 @@ func TestListFences(t *testing.T) {
 				t.Errorf("ids = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSpatialScopeOnFences(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	svc, _ := newTestService(t, pool, testLimits)
+	scope, err := wkb.Marshal(geom.NewPolygon(geom.XY).MustSetCoords([][]geom.Coord{{{0, 0}, {10, 0}, {10, 10}, {0, 10}, {0, 0}}}), wkb.NDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	Register(h, svc, Options{Rules: testRules, Scope: func(*gin.Context) []byte { return scope }})
+	ids := map[string]int64{}
+	for name, env := range map[string]string{"inside": "1, 1, 2, 2", "outside": "20, 20, 21, 21", "straddling": "9, 9, 11, 11"} {
+		var id int64
+		err := pool.QueryRow(context.Background(), "INSERT INTO geofences (name, geom) VALUES ($1, ST_Multi(ST_MakeEnvelope("+env+", 4326))) RETURNING id", name).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	put := fenceJSON(`{"type":"Polygon","coordinates":` + square(5, 5, 1) + `}`)
+	tests := []struct {
+		method, fence, body string
+		want                int
+	}{
+		{"GET", "inside", "", 200},
+		{"GET", "straddling", "", 200},
+		{"GET", "outside", "", 404},
+		{"PUT", "outside", put, 404},
+		{"DELETE", "outside", "", 404},
+		{"DELETE", "straddling", "", 404},
+		{"PUT", "inside", put, 200},
+		{"DELETE", "inside", "", 204},
+	}
+	for _, tt := range tests {
+		path := fmt.Sprintf("/geofences/%d", ids[tt.fence])
+		if code, body := do(t, h, tt.method, path, tt.body); code != tt.want {
+			t.Errorf("%s the %s fence = %d %.200s, want %d", tt.method, tt.fence, code, body, tt.want)
+		}
+	}
+	got, _ := allPages(t, h, "/geofences")
+	if want := []int64{ids["straddling"]}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listing = %v, want only the straddling fence %v (the inside one is deleted)", got, want)
 	}
 }

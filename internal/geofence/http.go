@@ -32,6 +32,12 @@ type Options struct {
 	CheckCircle func(c *gin.Context, lng, lat, radiusM float64) error
 	// CheckGeometry, when set, may refuse a geofence geometry to be written.
 	CheckGeometry func(c *gin.Context, g geom.T) error
+	// Scope, when set, returns the caller's spatial scope as a WKB
+	// (Multi)Polygon in EPSG:4326, nil for the whole world. Reads then see
+	// only the fences meeting it, and updates and deletes find only those
+	// wholly inside it (others are 404s, so that their existence does not
+	// leak).
+	Scope func(c *gin.Context) []byte
 }
 
 type handler struct {
@@ -103,6 +109,13 @@ func badCursor() error {
 	return httpx.Invalid("Invalid or expired cursor: use the link of a previous page of the same query.", "value_error", "query", "cursor")
 }
 
+func (h *handler) scope(c *gin.Context) []byte {
+	if h.o.Scope == nil {
+		return nil
+	}
+	return h.o.Scope(c)
+}
+
 func (h *handler) check(c *gin.Context, lng, lat, r float64) bool {
 	if h.o.CheckCircle == nil {
 		return true
@@ -140,6 +153,7 @@ func (h *handler) list(c *gin.Context) {
 		}
 		q.AfterID = pos.ID
 	}
+	q.Scope = h.scope(c)
 	fs, more, err := h.svc.ListFences(c.Request.Context(), q.ListQuery)
 	if err != nil {
 		httpx.Abort(c, err)
@@ -158,7 +172,7 @@ func (h *handler) get(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	f, err := h.svc.GetFence(c.Request.Context(), id)
+	f, err := h.svc.GetFence(c.Request.Context(), id, h.scope(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -190,7 +204,7 @@ func (h *handler) update(c *gin.Context) {
 	if !ok {
 		return
 	}
-	f, err := h.svc.UpdateFence(c.Request.Context(), id, in)
+	f, err := h.svc.UpdateFence(c.Request.Context(), id, in, h.scope(c))
 	if err != nil {
 		abortWrite(c, err)
 		return
@@ -204,7 +218,7 @@ func (h *handler) delete(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	if err := h.svc.DeleteFence(c.Request.Context(), id); err != nil {
+	if err := h.svc.DeleteFence(c.Request.Context(), id, h.scope(c)); err != nil {
 		httpx.Abort(c, err)
 		return
 	}
