@@ -111,6 +111,69 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	return e, version, ok, nil
 }
 
+// lockTTL bounds how long replicas wait for one that claimed a render; a
+// render that takes longer is done again by whoever asks next.
+const lockTTL = 3 * time.Second
+
+// lockPoll is how often a waiting replica looks for the tile.
+const lockPoll = 15 * time.Millisecond
+
+// claim arranges that one replica renders a missing tile while the others
+// wait for it. It returns done with the tile when another replica rendered
+// it meanwhile; otherwise the caller renders and then calls release. When
+// Redis fails, or the claim expires, or the other replica gives up, the
+// caller renders too: the lock saves work, it is never needed for
+// correctness.
+func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64) (e entry, done bool, release func()) {
+	release = func() {}
+	if !c.available() {
+		return entry{}, false, release
+	}
+	key := c.key(l.Name, version, t, scopeHash)
+	lock := key + ":lock"
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	got, err := c.rdb.SetNX(cctx, lock, "1", lockTTL).Result()
+	cancel()
+	if err != nil {
+		_ = c.failed(err)
+		return entry{}, false, release
+	}
+	if got {
+		return entry{}, false, func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+			defer cancel()
+			c.rdb.Del(dctx, lock)
+		}
+	}
+	deadline := time.Now().Add(lockTTL)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return entry{}, false, release
+		case <-time.After(lockPoll):
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.timeout)
+		pipe := c.rdb.Pipeline()
+		tileCmd := pipe.Get(cctx, key)
+		lockCmd := pipe.Exists(cctx, lock)
+		_, err := pipe.Exec(cctx)
+		cancel()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			_ = c.failed(err)
+			return entry{}, false, release
+		}
+		if b, err := tileCmd.Bytes(); err == nil {
+			if e, ok := decodeEntry(b); ok {
+				return e, true, release
+			}
+		}
+		if lockCmd.Val() == 0 {
+			break // the other replica gave up or stored under a newer version
+		}
+	}
+	return entry{}, false, release
+}
+
 // Set stores e for l, t and scopeHash at version and, in the same round
 // trip, raises the layer's shared version to at least version: a render
 // that saw a write before this replica heard of it tells the others.

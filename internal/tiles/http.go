@@ -178,14 +178,15 @@ func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string
 }
 
 // render renders t once however many requests want it at the same
-// version at the same time on this replica, and caches the result. The
-// render runs under the first caller's context; should that caller leave,
-// the others retry with their own.
+// version at the same time on this replica (and, through a short Redis
+// lock, across replicas), and caches the result. The render runs under
+// the first caller's context; should that caller leave, the others retry
+// with their own.
 func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
 	key := l.Name + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
 	for attempt := 1; ; attempt++ {
 		ch := h.group.DoChan(key, func() (any, error) {
-			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash)
+			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash, version)
 		})
 		select {
 		case <-ctx.Done():
@@ -202,7 +203,16 @@ func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte,
 	}
 }
 
-func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string) (result, error) {
+// renderOnce renders t, unless another replica is rendering it at the same
+// version, in which case it waits for that replica's result.
+func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
+	if h.o.Cache != nil {
+		e, done, release := h.o.Cache.claim(ctx, l, t, scopeHash, version)
+		if done {
+			return result{e: e, version: version}, nil
+		}
+		defer release()
+	}
 	h.renders.Add(1)
 	rctx, cancel := context.WithTimeout(ctx, h.o.RenderTimeout)
 	defer cancel()

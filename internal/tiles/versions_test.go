@@ -246,3 +246,51 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSingleRenderAcrossReplicas holds the table locked while requests for
+// one uncached tile reach two replicas sharing Redis: one query runs, the
+// other replica waits for its result.
+func TestSingleRenderAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t) + ":"
+	var arrived atomic.Int64
+	count := Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }}
+	replicas := []replica{newReplica(t, db, rdb, prefix, count), newReplica(t, db, rdb, prefix, count)}
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	const perReplica = 5
+	path := tilePath("places", tileOf(13.41, 52.52, 8))
+	var wg sync.WaitGroup
+	codes := make([]int, 2*perReplica)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = replicas[i%2].get(t, path).Code
+		}()
+	}
+	waitFor(t, func() bool { return arrived.Load() == int64(len(codes)) && blockedRenders(t, db) == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if n := blockedRenders(t, db); n != 1 {
+		t.Errorf("%d tile queries wait in PostgreSQL, want 1", n)
+	}
+	_ = tx.Rollback(ctx)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("request %d = %d, want 200", i, c)
+		}
+	}
+	if got := replicas[0].h.renders.Load() + replicas[1].h.renders.Load(); got != 1 {
+		t.Errorf("renders across replicas = %d, want 1", got)
+	}
+}
