@@ -35,7 +35,7 @@ func Redis(tb testing.TB) redis.UniversalClient {
 	url := Getenv(tb, "TEST_REDIS_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := rdb.Open(ctx, url, time.Second)
+	c, err := rdb.Open(ctx, url, 5*time.Second)
 	if err != nil {
 		tb.Fatalf("test redis: %v", err)
 	}
