@@ -77,54 +77,9 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		return limiter.Middleware(policy, auth.LimitKey, cost, limitTier)
 	}
 
-	// -- proximity and geofences (internal/geofence) --
-	// Every route spends the "geofence" budget; /within by radius (an
-	// invalid radius costs 1 and is then refused with a 422).
-	geo, err := geofence.New(ctx, d.db, geofence.Settings{
-		Limits: geofence.Limits{QueryTimeout: cfg.DB.QueryTimeout, AcquireTimeout: cfg.DB.AcquireTimeout},
-		Layers: cfg.Geofence.Layers,
-	})
-	if err != nil {
-		return nil, err
-	}
-	maxRadius := float64(cfg.Geofence.MaxRadius)
-	radiusCost := func(c *gin.Context) int {
-		if m, ok := geofence.ParseRadius(c, maxRadius); ok {
-			return ratelimit.RadiusCost(m)
-		}
-		return 1
-	}
-	geofence.Register(r, geo, geofence.Options{
-		Rules: geofence.Rules{
-			MaxRadius: maxRadius, DefaultLimit: cfg.Geofence.DefaultLimit, MaxLimit: cfg.Geofence.MaxLimit,
-			MaxVertices: cfg.Geofence.MaxVertices, MaxBodyBytes: cfg.Geofence.MaxBodyBytes,
-			MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
-		},
-		Cursors: geofence.NewCursors(cfg.Geofence.CursorKey),
-		Within:  []gin.HandlerFunc{auth.Require(auth.ScopeProximityRead), limit("geofence", radiusCost)},
-		Read:    []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesRead), limit("geofence", nil)},
-		Write:   []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesWrite), limit("geofence", nil)},
-		CheckCircle: func(c *gin.Context, lng, lat, radiusM float64) error {
-			if !auth.FromGin(c).Spatial.ContainsCircle(lng, lat, radiusM) {
-				return auth.ErrCircleOutsideScope
-			}
-			return nil
-		},
-		CheckGeometry: func(c *gin.Context, g geom.T) error {
-			if !auth.FromGin(c).Spatial.ContainsGeometry(g) {
-				return auth.ErrGeometryOutsideScope
-			}
-			return nil
-		},
-		Scope: func(c *gin.Context) []byte { return auth.FromGin(c).Spatial.WKB() },
-	})
-
 	// -- tiles (internal/tiles) --
 	// Only renders (cache misses) spend the "tiles" budget; cached tiles
-	// pass the generous "tiles-cached" policy. Routes writing geofences
-	// should carry tiles.SyncAfterWrite(d.db, d.redis, cfg.Redis.Timeout,
-	// log) so that no replica serves a tile older than a write once it has
-	// been answered.
+	// pass the generous "tiles-cached" policy.
 	charge := func(policy string) func(*gin.Context) bool {
 		return func(c *gin.Context) bool {
 			dec, err := limiter.Check(c.Request.Context(), ratelimit.Request{
@@ -160,6 +115,50 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
 	// The map page on / shows every layer (internal/web).
 	web.Register(r)
+
+	// -- proximity and geofences (internal/geofence) --
+	// Every route spends the "geofence" budget; /within by radius (an
+	// invalid radius costs 1 and is then refused with a 422).
+	geo, err := geofence.New(ctx, d.db, geofence.Settings{
+		Limits: geofence.Limits{QueryTimeout: cfg.DB.QueryTimeout, AcquireTimeout: cfg.DB.AcquireTimeout},
+		Layers: cfg.Geofence.Layers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	maxRadius := float64(cfg.Geofence.MaxRadius)
+	radiusCost := func(c *gin.Context) int {
+		if m, ok := geofence.ParseRadius(c, maxRadius); ok {
+			return ratelimit.RadiusCost(m)
+		}
+		return 1
+	}
+	geofence.Register(r, geo, geofence.Options{
+		Rules: geofence.Rules{
+			MaxRadius: maxRadius, DefaultLimit: cfg.Geofence.DefaultLimit, MaxLimit: cfg.Geofence.MaxLimit,
+			MaxVertices: cfg.Geofence.MaxVertices, MaxBodyBytes: cfg.Geofence.MaxBodyBytes,
+			MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
+		},
+		Cursors: geofence.NewCursors(cfg.Geofence.CursorKey),
+		Within:  []gin.HandlerFunc{auth.Require(auth.ScopeProximityRead), limit("geofence", radiusCost)},
+		Read:    []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesRead), limit("geofence", nil)},
+		// A write publishes the new layer versions before it answers, so
+		// no replica serves a tile drawn before it.
+		Write: []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesWrite), limit("geofence", nil), tileHandler.SyncVersions()},
+		CheckCircle: func(c *gin.Context, lng, lat, radiusM float64) error {
+			if !auth.FromGin(c).Spatial.ContainsCircle(lng, lat, radiusM) {
+				return auth.ErrCircleOutsideScope
+			}
+			return nil
+		},
+		CheckGeometry: func(c *gin.Context, g geom.T) error {
+			if !auth.FromGin(c).Spatial.ContainsGeometry(g) {
+				return auth.ErrGeometryOutsideScope
+			}
+			return nil
+		},
+		Scope: func(c *gin.Context) []byte { return auth.FromGin(c).Spatial.WKB() },
+	})
 
 	// -- API description (internal/openapi) --
 	if err := openapi.Register(r, openapi.Limits{
