@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -85,9 +86,10 @@ func NewHandler(r *Renderer, versions *Versions, o Options) *Handler {
 // Register adds GET /tiles, /tiles/{layer}.json and
 // /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf) to rg, behind mw.
 func (h *Handler) Register(rg gin.IRoutes, mw ...gin.HandlerFunc) {
-	rg.GET("/tiles", append(mw, h.list)...)
-	rg.GET("/tiles/:layer", append(mw, h.tileJSON)...)
-	rg.GET("/tiles/:layer/:z/:x/:y", append(mw, h.tile)...)
+	with := func(f gin.HandlerFunc) []gin.HandlerFunc { return slices.Concat(mw, []gin.HandlerFunc{f}) }
+	rg.GET("/tiles", with(h.list)...)
+	rg.GET("/tiles/:layer", with(h.tileJSON)...)
+	rg.GET("/tiles/:layer/:z/:x/:y", with(h.tile)...)
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,9 +53,12 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	if !cfg.Cache {
 		rdb = nil
 	}
-	h := NewHandler(r, nil, o)
-	h.versions = NewVersions(d.DB, rdb, d.KeyPrefix, h.o.Log)
-	h.versions.timeout = d.RedisTimeout
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	versions := NewVersions(d.DB, rdb, d.KeyPrefix, o.Log)
+	versions.timeout = d.RedisTimeout
+	h := NewHandler(r, versions, o)
 	if err := h.versions.Sync(ctx); err != nil {
 		h.o.Log.Warn("tile versions not published", "err", err.Error())
 	}
