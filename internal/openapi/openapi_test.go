@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -218,4 +219,49 @@ func TestLimitsInDocument(t *testing.T) {
 	if !strings.Contains(string(def), `"maximum":100000}`) {
 		t.Errorf("with no limits the document should keep the written radius maximum 100000")
 	}
+}
+
+// TestServedJSONHasNoDuplicateKeys guards against YAML merges that leave a
+// key twice in an object: parsers disagree on which one wins.
+func TestServedJSONHasNoDuplicateKeys(t *testing.T) {
+	b, err := openapi.JSON(openapi.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dups := duplicateKeys(json.NewDecoder(strings.NewReader(string(b))), "$"); len(dups) > 0 {
+		t.Errorf("keys that appear twice in one object: %v", dups)
+	}
+	if dups := duplicateKeys(json.NewDecoder(strings.NewReader(`{"a":{"b":1,"c":[{"b":2,"b":3}]},"a":2}`)), "$"); len(dups) != 2 {
+		t.Errorf("duplicateKeys found %v in a sample with two", dups)
+	}
+}
+
+// duplicateKeys reads one JSON value from dec and returns the paths of the
+// keys that repeat within an object.
+func duplicateKeys(dec *json.Decoder, at string) []string {
+	tok, err := dec.Token()
+	if err != nil {
+		return []string{at + ": " + err.Error()}
+	}
+	var out []string
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, _ := dec.Token()
+			key, _ := k.(string)
+			if seen[key] {
+				out = append(out, at+"."+key)
+			}
+			seen[key] = true
+			out = append(out, duplicateKeys(dec, at+"."+key)...)
+		}
+		_, _ = dec.Token()
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			out = append(out, duplicateKeys(dec, fmt.Sprintf("%s[%d]", at, i))...)
+		}
+		_, _ = dec.Token()
+	}
+	return out
 }
