@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/testenv"
@@ -571,4 +572,76 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// TestFaultPostgresStopped stops the service's PostgreSQL (fast shutdown,
+// open sessions ended) and starts it again: /within answers 503 with a
+// clear body in time, liveness and cached tiles keep answering, /readyz
+// names postgis, and /within recovers without a restart.
+func TestFaultPostgresStopped(t *testing.T) {
+	pgp := testenv.StartPostgres(t)
+	r := testenv.StartRedis(t)
+	base, _, _ := startServiceWithStop(t, map[string]string{
+		"DATABASE_URL":       pgp.URL(),
+		"REDIS_URL":          "redis://" + r.Addr() + "/0",
+		"RATELIMIT_GEOFENCE": "100000/1s",
+		"DB_QUERY_TIMEOUT":   "2s",
+		"DB_ACQUIRE_TIMEOUT": "1s",
+	})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgp.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, `
+		INSERT INTO places (name, properties, geom)
+		SELECT 'p' || i, '{}'::jsonb, ST_SetSRID(ST_MakePoint(2.35 + i * 0.001, 48.85), 4326)
+		FROM generate_series(1, 5) AS i`)
+	_ = conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := get(t, base+withinPath); o.status != 200 || !strings.Contains(string(o.body), `"p1"`) {
+		t.Fatalf("before the fault: /within = %s, want 200 with the places", o)
+	}
+	tileCache(t, base, "MISS")
+	tileCache(t, base, "HIT")
+
+	pgp.Stop()
+	for i := range 3 {
+		o := get(t, base+withinPath)
+		if o.status != http.StatusServiceUnavailable || !strings.Contains(o.detail(), "database") {
+			t.Errorf("/within %d with PostgreSQL down = %s, want 503 with a detail about the database", i+1, o)
+		}
+		if strings.Contains(string(o.body), "127.0.0.1") || strings.Contains(strings.ToLower(string(o.body)), "sqlstate") {
+			t.Errorf("/within with PostgreSQL down leaks internals: %s", o.body)
+		}
+	}
+	if o := get(t, base+"/healthz"); o.status != 200 {
+		t.Errorf("/healthz with PostgreSQL down = %s, want 200", o)
+	}
+	checkReady(t, base, "postgis")
+	if o := get(t, base+tilePath); o.status != 200 || o.header.Get("X-Cache") != "HIT" {
+		t.Errorf("cached tile with PostgreSQL down = %s X-Cache %q, want 200 HIT", o, o.header.Get("X-Cache"))
+	}
+
+	if err := pgp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		o := get(t, base+withinPath)
+		if o.status == 200 {
+			t.Logf("/within answers again %v after PostgreSQL returned", time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if o.status != http.StatusServiceUnavailable {
+			t.Errorf("/within while PostgreSQL restarts = %s, want 503 or 200", o)
+		}
+		if time.Since(start) > faultRecovery {
+			t.Fatalf("/within still %s %v after PostgreSQL returned", o, faultRecovery)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkReady(t, base, "")
 }
