@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/testenv"
@@ -101,6 +102,12 @@ func get(t *testing.T, url string) outcome {
 // that tilePath renders a non-empty tile and /within finds something.
 func placesDBURL(t *testing.T) string {
 	t.Helper()
+	_, url := placesDB(t)
+	return url
+}
+
+func placesDB(t *testing.T) (*pgxpool.Pool, string) {
+	t.Helper()
 	pool, url := testenv.DBWithURL(t)
 	_, err := pool.Exec(context.Background(), `
 		INSERT INTO places (name, properties, geom)
@@ -109,7 +116,7 @@ func placesDBURL(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return url
+	return pool, url
 }
 
 // policyFile writes a rate-limit policy file giving the geofence policy
@@ -644,4 +651,92 @@ func TestFaultPostgresStopped(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	checkReady(t, base, "")
+}
+
+// TestFaultSlowQueries holds a lock that every /within query waits on,
+// with a pool of 2 connections and 8 concurrent callers: each gets 504
+// (its query cancelled at DB_QUERY_TIMEOUT) or 503 (no connection within
+// DB_ACQUIRE_TIMEOUT), none waits much past its deadline, liveness and
+// cached tiles answer meanwhile, and once the lock goes every connection
+// is back in the pool and /within answers 200.
+func TestFaultSlowQueries(t *testing.T) {
+	pool, dbURL := placesDB(t)
+	r := testenv.StartRedis(t)
+	base, _, _ := startServiceWithStop(t, map[string]string{
+		"DATABASE_URL":       dbURL,
+		"REDIS_URL":          "redis://" + r.Addr() + "/0",
+		"RATELIMIT_GEOFENCE": "100000/1s",
+		"DB_MAX_CONNS":       "2",
+		"DB_QUERY_TIMEOUT":   "1s",
+		"DB_ACQUIRE_TIMEOUT": "500ms",
+	})
+	tileCache(t, base, "MISS")
+	tileCache(t, base, "HIT")
+
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	const callers = 8
+	outs := make([]outcome, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = fetch(faultClient, "GET", fmt.Sprintf("%s/within?lng=2.35&lat=48.85&radius=%d", base, 1000+i), "", nil)
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, path := range []string{"/healthz", tilePath} {
+		if o := get(t, base+path); o.status != 200 || o.took > 500*time.Millisecond {
+			t.Errorf("GET %s while the pool is stuck = %s, want 200 at once", path, o)
+		}
+	}
+	wg.Wait()
+	var codes []int
+	for _, o := range outs {
+		codes = append(codes, o.status)
+		switch {
+		case o.err != nil:
+			t.Errorf("/within against a locked table: %s", o)
+		case o.status == http.StatusGatewayTimeout && strings.Contains(o.detail(), "cancelled"),
+			o.status == http.StatusServiceUnavailable && strings.Contains(o.detail(), "busy"):
+		default:
+			t.Errorf("/within against a locked table = %s, want 504 cancelled or 503 busy", o)
+		}
+		if o.took > faultMaxRequest {
+			t.Errorf("/within against a locked table took %v, want at most %v", o.took, faultMaxRequest)
+		}
+	}
+	t.Logf("statuses against a locked table: %v", codes)
+
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The pool's 2 connections are back: 2 rounds of 4 concurrent callers
+	// all succeed.
+	start := time.Now()
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if o := fetch(faultClient, "GET", base+withinPath, "", nil); o.status != 200 {
+					t.Errorf("round %d after the lock: /within = %s, want 200", round, o)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if d := time.Since(start); d > faultRecovery {
+		t.Errorf("recovery took %v, want under %v", d, faultRecovery)
+	}
 }
