@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -147,7 +148,7 @@ func privateRedisService(t *testing.T, failure string) (string, *testenv.RedisPr
 	})
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rc.Close() })
-	return base, r, rc
+	return contract.Proxy(t, base), r, rc
 }
 
 // geofenceKeys lists the rate-limit keys of the geofence policy.
@@ -595,6 +596,7 @@ func TestFaultPostgresStopped(t *testing.T) {
 		"DB_QUERY_TIMEOUT":   "2s",
 		"DB_ACQUIRE_TIMEOUT": "1s",
 	})
+	base = contract.Proxy(t, base)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pgp.URL())
 	if err != nil {
@@ -670,6 +672,7 @@ func TestFaultSlowQueries(t *testing.T) {
 		"DB_QUERY_TIMEOUT":   "1s",
 		"DB_ACQUIRE_TIMEOUT": "500ms",
 	})
+	base = contract.Proxy(t, base)
 	tileCache(t, base, "MISS")
 	tileCache(t, base, "HIT")
 
