@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/paulmach/orb"
 
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/testenv"
@@ -173,4 +174,55 @@ func renderAll(t *testing.T, tiles []Tile, fn func(Tile) error) {
 	}
 	close(ch)
 	wg.Wait()
+}
+
+// TestThinningNests checks what the README promises of thinning: a place
+// shown at one zoom is shown at the next, in the child tile holding it.
+func TestThinningNests(t *testing.T) {
+	t.Parallel()
+	db := demoDB(t)
+	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := r.Layer("places")
+	ids := func(tl Tile) map[any]orb.Point {
+		out, err := r.Render(context.Background(), l, tl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[any]orb.Point{}
+		for _, ml := range decode(t, out.MVT, tl) {
+			for _, f := range ml.Features {
+				got[f.ID] = f.Geometry.(orb.Point)
+			}
+		}
+		return got
+	}
+	for _, parent := range []Tile{{4, 8, 5}, {6, 34, 20}, {9, 274, 167}} {
+		minLng, minLat, maxLng, maxLat := parent.Bounds(0)
+		shown := ids(parent)
+		children := map[any]bool{}
+		for dx := range 2 {
+			for dy := range 2 {
+				for id := range ids(Tile{parent.Z + 1, 2*parent.X + dx, 2*parent.Y + dy}) {
+					children[id] = true
+				}
+			}
+		}
+		inside := 0
+		for id, p := range shown {
+			// Buffer features belong to the neighbours' children.
+			if p[0] <= minLng || p[0] >= maxLng || p[1] <= minLat || p[1] >= maxLat {
+				continue
+			}
+			inside++
+			if !children[id] {
+				t.Errorf("place %v shown in %s at %v is missing from its children", id, parent, p)
+			}
+		}
+		if inside < 20 {
+			t.Errorf("tile %s shows only %d places inside it", parent, inside)
+		}
+	}
 }
