@@ -672,6 +672,7 @@ func TestFaultSlowQueries(t *testing.T) {
 		"DB_QUERY_TIMEOUT":   "1s",
 		"DB_ACQUIRE_TIMEOUT": "500ms",
 	})
+	direct := base
 	base = contract.Proxy(t, base)
 	tileCache(t, base, "MISS")
 	tileCache(t, base, "HIT")
@@ -741,5 +742,20 @@ func TestFaultSlowQueries(t *testing.T) {
 	}
 	if d := time.Since(start); d > faultRecovery {
 		t.Errorf("recovery took %v, want under %v", d, faultRecovery)
+	}
+	// No connection is left checked out.
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		o := get(t, direct+"/metrics")
+		if strings.Contains(string(o.body), "\ngeogate_pgx_pool_acquired_conns 0\n") {
+			break
+		}
+		if time.Since(start) > faultRecovery {
+			for _, line := range strings.Split(string(o.body), "\n") {
+				if strings.HasPrefix(line, "geogate_pgx_pool_") {
+					t.Log(line)
+				}
+			}
+			t.Fatalf("geogate_pgx_pool_acquired_conns is not 0 %v after the lock went", faultRecovery)
+		}
 	}
 }
