@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/paulmach/orb/encoding/mvt"
+	"github.com/paulmach/orb/maptile"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // TestTilesEndToEnd drives the tile routes of the whole service: the layer
@@ -51,5 +60,84 @@ func TestTilesEndToEnd(t *testing.T) {
 				t.Errorf("RateLimit-Policy = %q, want it to name %s", p, tt.wantPolicy)
 			}
 		})
+	}
+}
+
+// TestGeofenceWriteThenTileTwoServices runs two instances of the service on
+// one database and one Redis: a fence moved through one of them shows at
+// its new place in the next tile from either, round after round (each
+// round warms both caches first).
+func TestGeofenceWriteThenTileTwoServices(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	const secret = "sync-test-secret"
+	if _, err := auth.NewStore(pool).Create(context.Background(), auth.CreateOptions{
+		Key:    auth.Key{ID: "sync", Scopes: []string{"geofences:write", "geofences:read", "tiles:read"}},
+		Secret: secret,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_TILES": "100000/1s", "RATELIMIT_GEOFENCE": "100000/1s"}
+	a, _ := startService(t, env)
+	b, _ := startService(t, env)
+	do := func(method, url string, body any) (*http.Response, []byte) {
+		var rd io.Reader
+		if body != nil {
+			bb, _ := json.Marshal(body)
+			rd = bytes.NewReader(bb)
+		}
+		req, _ := http.NewRequest(method, url, rd)
+		req.Header.Set("x-api-key", secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp, out
+	}
+	fence := func(west float64) map[string]any {
+		return map[string]any{"type": "Feature", "properties": map[string]any{"name": "moving"},
+			"geometry": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{west, 52.3}, {west + 0.5, 52.3}, {west + 0.5, 52.7}, {west, 52.7}, {west, 52.3}}}}}
+	}
+	resp, body := do("POST", a+"/geofences", fence(12.6))
+	if resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("create = %d %s", resp.StatusCode, body)
+	}
+	var created struct{ ID int64 }
+	_ = json.Unmarshal(body, &created)
+	mt := maptile.At([2]float64{13.4, 52.5}, 6)
+	path := fmt.Sprintf("/tiles/geofences/6/%d/%d.mvt", mt.X, mt.Y)
+	for round := range 10 {
+		west := 12.6 + float64(round)*0.01
+		for _, base := range []string{a, b} {
+			do("GET", base+path, nil) // cache the current tile
+		}
+		resp, body := do("PUT", fmt.Sprintf("%s/geofences/%d", a, created.ID), fence(west))
+		if resp.StatusCode != 200 {
+			t.Fatalf("update = %d %s", resp.StatusCode, body)
+		}
+		for i, base := range []string{b, a} {
+			resp, body := do("GET", base+path, nil)
+			ls, err := mvt.Unmarshal(body)
+			if err != nil {
+				t.Fatalf("decode: %v (%d)", err, resp.StatusCode)
+			}
+			ls.ProjectToWGS84(mt)
+			found := false
+			for _, l := range ls {
+				for _, f := range l.Features {
+					if f.Properties["name"] == "moving" {
+						found = true
+						if got := f.Geometry.Bound().Min[0]; got < west-0.01 || got > west+0.01 {
+							t.Fatalf("round %d replica %d (%s): west = %v, want %v", round, i, resp.Header.Get("X-Cache"), got, west)
+						}
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("round %d: fence not in tile", round)
+			}
+		}
 	}
 }
