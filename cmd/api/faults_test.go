@@ -337,44 +337,61 @@ func TestFaultRedisStopped(t *testing.T) {
 }
 
 // TestFaultRedisHung freezes Redis (SIGSTOP): connections stay open but
-// nothing answers. Requests end by the Redis deadline (the default local
-// failure mode decides in process), and after SIGCONT Redis decides again.
+// nothing answers. In each failure mode requests end by the Redis deadline
+// with the mode's answer, tiles render uncached, and after SIGCONT Redis
+// decides again.
 func TestFaultRedisHung(t *testing.T) {
-	base, r, rc := privateRedisService(t, "local")
-	if o := get(t, base+withinPath); o.status != 200 {
-		t.Fatalf("before the fault: /within = %s, want 200", o)
+	tests := []struct {
+		mode string
+		want []int // statuses of 7 /within requests while Redis hangs (limit 5/1m)
+	}{
+		{"local", []int{200, 200, 200, 200, 200, 429, 429}},
+		{"open", []int{200, 200, 200, 200, 200, 200, 200}},
+		{"closed", []int{503, 503, 503, 503, 503, 503, 503}},
 	}
-	tileCache(t, base, "MISS")
-	if err := r.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = r.Resume()
-		}
-	}()
-	var got []int
-	for range 7 {
-		got = append(got, get(t, base+withinPath).status)
-	}
-	if want := []int{200, 200, 200, 200, 200, 429, 429}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("/within while Redis hangs = %v, want %v (in-process limit of 5)", got, want)
-	}
-	for range 3 {
-		if o := get(t, base+tilePath); o.status != 200 {
-			t.Errorf("tile while Redis hangs = %s, want 200", o)
-		}
-	}
-	checkReady(t, base, "redis")
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			base, r, rc := privateRedisService(t, tt.mode)
+			if o := get(t, base+withinPath); o.status != 200 {
+				t.Fatalf("before the fault: /within = %s, want 200", o)
+			}
+			tileCache(t, base, "MISS")
+			if err := r.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			defer func() {
+				if !resumed {
+					_ = r.Resume()
+				}
+			}()
+			var got []int
+			for range tt.want {
+				o := get(t, base+withinPath)
+				got = append(got, o.status)
+				if o.status == 503 && !strings.Contains(o.detail(), "Rate limiting is temporarily unavailable") {
+					t.Errorf("503 detail = %q, want the rate-limiting message", o.detail())
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("/within while Redis hangs = %v, want %v", got, tt.want)
+			}
+			for range 3 {
+				if o := get(t, base+tilePath); o.status != 200 {
+					t.Errorf("tile while Redis hangs = %s, want 200", o)
+				}
+			}
+			checkReady(t, base, "redis")
 
-	if err := r.Resume(); err != nil {
-		t.Fatal(err)
+			if err := r.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			resumed = true
+			waitRedisDeciding(t, base, rc)
+			checkReady(t, base, "")
+			tileCache(t, base, "HIT")
+		})
 	}
-	resumed = true
-	waitRedisDeciding(t, base, rc)
-	checkReady(t, base, "")
-	tileCache(t, base, "HIT")
 }
 
 // TestFaultScriptFlush empties Redis's script cache between requests: the
