@@ -272,6 +272,7 @@ func TestFaultRedisStopped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel() // each mode has its own Redis and service
 			base, r, rc := privateRedisService(t, tt.mode)
 			if o := get(t, base+withinPath); o.status != 200 || len(geofenceKeys(rc)) == 0 {
 				t.Fatalf("before the fault: /within = %s, keys %v; want 200 and an rl:geofence key", o, geofenceKeys(rc))
@@ -351,6 +352,7 @@ func TestFaultRedisHung(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel() // each mode has its own Redis and service
 			base, r, rc := privateRedisService(t, tt.mode)
 			if o := get(t, base+withinPath); o.status != 200 {
 				t.Fatalf("before the fault: /within = %s, want 200", o)
