@@ -1,5 +1,5 @@
 # geogate: `make run` serves the demo on :8000, `make test` runs every test.
-.PHONY: run test bench lint stop build fmt
+.PHONY: run test bench lint stop build fmt verify
 
 run:
 	scripts/run.sh
@@ -9,6 +9,9 @@ test:
 
 bench:
 	scripts/bench.sh
+
+verify:
+	scripts/verify.sh $${BASE_URL:-http://localhost:8000} $${API_KEY:-demo}
 
 build:
 	go build -o bin/api ./cmd/api

@@ -5,11 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 )
 
 // SyncVersions is middleware for routes that write layer tables (geofence
@@ -19,29 +16,6 @@ import (
 // tile rendered before the write.
 func (h *Handler) SyncVersions() gin.HandlerFunc {
 	return syncMiddleware(h.versions.Sync, h.o.Log)
-}
-
-// SyncAfterWrite is SyncVersions for routes built before the tile handler:
-// it needs only the pool and the Redis client the handler is built from
-// (with the default key prefix), and redisTimeout bounds each publish.
-func SyncAfterWrite(db *pgxpool.Pool, rdb redis.UniversalClient, redisTimeout time.Duration, log *slog.Logger) gin.HandlerFunc {
-	var mu sync.Mutex
-	var v *Versions
-	syncFn := func(ctx context.Context) error {
-		mu.Lock()
-		if v == nil {
-			id, err := databaseID(ctx, db)
-			if err != nil {
-				mu.Unlock()
-				return err
-			}
-			v = NewVersions(db, rdb, DefaultKeyPrefix+id+":", log)
-			v.timeout = redisTimeout
-		}
-		mu.Unlock()
-		return v.Sync(ctx)
-	}
-	return syncMiddleware(syncFn, log)
 }
 
 func syncMiddleware(syncFn func(context.Context) error, log *slog.Logger) gin.HandlerFunc {

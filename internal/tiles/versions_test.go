@@ -3,7 +3,6 @@ package tiles
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -42,14 +41,14 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
-	// The default key prefix, as SyncAfterWrite uses; the database id in
-	// every key keeps this test's keys apart from others'.
+	// The default key prefix; the database id in every key keeps this
+	// test's keys apart from others'.
 	replicas := make([]replica, 3)
 	for i := range replicas {
 		replicas[i] = newReplica(t, db, rdb, "", Options{})
 	}
-	// The write routes, as the geofence API wires them: SyncVersions (or
-	// SyncAfterWrite) around a handler that commits the change.
+	// The write routes, as the geofence API wires them: SyncVersions around
+	// a handler that commits the change, on two different replicas.
 	writer := gin.New()
 	update := func(c *gin.Context) {
 		var west float64
@@ -63,7 +62,7 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 		c.Status(http.StatusNoContent)
 	}
 	writer.PUT("/a/:west", replicas[0].h.SyncVersions(), update)
-	writer.PUT("/b/:west", SyncAfterWrite(db, rdb, time.Second, slog.Default()), update)
+	writer.PUT("/b/:west", replicas[1].h.SyncVersions(), update)
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 15 {
