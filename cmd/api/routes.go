@@ -48,7 +48,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	health.Register(r, cfg.Redis.Timeout*4, map[string]health.Check{
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
-	})
+	}, d.draining.Load)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	// -- identity (internal/auth) --

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/pg"
@@ -71,7 +73,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-ctx.Done():
 	}
 
-	// In-flight requests finish; new connections are refused from here on.
+	// First /readyz fails for SHUTDOWN_DRAIN while requests are still
+	// served, so a balancer can take this replica out; then in-flight
+	// requests finish and new connections are refused.
+	deps.draining.Store(true)
+	if d := cfg.Server.ShutdownDrain; d > 0 {
+		log.Info("draining", "for", d.String())
+		time.Sleep(d)
+	}
 	log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
 	defer cancel()
@@ -89,6 +98,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 type deps struct {
 	db    pgPool
 	redis redisClient
+	// draining turns true when shutdown begins; /readyz then fails.
+	draining *atomic.Bool
 }
 
 // openDeps connects to PostgreSQL and Redis within the start-up timeout,
@@ -115,7 +126,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 		_ = rc.Close()
 		pool.Close()
 	}
-	return deps{db: pool, redis: rc}, closeAll, nil
+	return deps{db: pool, redis: rc, draining: new(atomic.Bool)}, closeAll, nil
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

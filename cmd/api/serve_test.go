@@ -244,3 +244,30 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("a new connection was accepted after shutdown")
 	}
 }
+
+// TestShutdownDrain checks that with SHUTDOWN_DRAIN set, shutdown first
+// fails /readyz while requests are still answered, then stops.
+func TestShutdownDrain(t *testing.T) {
+	base, _, stop := startServiceWithStop(t, map[string]string{"SHUTDOWN_DRAIN": "1500ms"})
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	sawDraining := false
+	for time.Now().Before(deadline) && !sawDraining {
+		req, _ := http.NewRequest("GET", base+"/readyz", nil)
+		resp, body := getJSON(t, req)
+		sawDraining = resp.StatusCode == http.StatusServiceUnavailable && body["detail"] == "Not ready: shutting down."
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawDraining {
+		t.Fatalf("/readyz never said 503 shutting down during the drain")
+	}
+	req, _ := http.NewRequest("GET", base+"/healthz", nil)
+	if resp, _ := getJSON(t, req); resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz during the drain = %d, want 200", resp.StatusCode)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("run() = %v, want nil", err)
+	}
+}

@@ -28,6 +28,7 @@ type Server struct {
 	WriteTimeout    time.Duration
 	IdleTimeout     time.Duration
 	ShutdownTimeout time.Duration
+	ShutdownDrain   time.Duration
 	StartupTimeout  time.Duration
 	MaxHeaderBytes  int
 	CORSOrigins     []string
@@ -60,6 +61,7 @@ func Load(getenv func(string) string) (Config, error) {
 		WriteTimeout:    r.duration("HTTP_WRITE_TIMEOUT", 30*time.Second),
 		IdleTimeout:     r.duration("HTTP_IDLE_TIMEOUT", 120*time.Second),
 		ShutdownTimeout: r.duration("SHUTDOWN_TIMEOUT", 15*time.Second),
+		ShutdownDrain:   r.durationOrZero("SHUTDOWN_DRAIN", 0),
 		StartupTimeout:  r.duration("STARTUP_TIMEOUT", 10*time.Second),
 		MaxHeaderBytes:  r.integer("HTTP_MAX_HEADER_BYTES", 16<<10, 1<<10, 1<<20),
 		CORSOrigins:     r.list("CORS_ORIGINS", nil),

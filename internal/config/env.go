@@ -56,6 +56,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// durationOrZero is duration that also accepts 0 (off).
+func (r *reader) durationOrZero(name string, def time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		r.fail(name, v, "not a duration such as 0s, 500ms or 5s")
+		return def
+	}
+	return d
+}
+
 func (r *reader) boolean(name string, def bool) bool {
 	v := r.str(name, "")
 	if v == "" {

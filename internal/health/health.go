@@ -15,7 +15,10 @@ import (
 type Check func(ctx context.Context) error
 
 // Register adds /healthz and /readyz. Each check gets timeout to answer.
-func Register(r gin.IRouter, timeout time.Duration, checks map[string]Check) {
+// While draining reports true (the process is shutting down), /readyz is
+// 503 whatever the checks say, so that load balancers stop sending new
+// requests before the listener closes. draining may be nil.
+func Register(r gin.IRouter, timeout time.Duration, checks map[string]Check, draining func() bool) {
 	names := make([]string, 0, len(checks))
 	for n := range checks {
 		names = append(names, n)
@@ -26,6 +29,10 @@ func Register(r gin.IRouter, timeout time.Duration, checks map[string]Check) {
 		c.JSON(http.StatusOK, gin.H{"status": "ok"})
 	})
 	r.GET("/readyz", func(c *gin.Context) {
+		if draining != nil && draining() {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"detail": "Not ready: shutting down."})
+			return
+		}
 		status := map[string]string{}
 		var failing []string
 		for _, n := range names {
