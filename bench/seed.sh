@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# geogate next to the seed's design written as a FastAPI service
+# (bench/seedapp, uvicorn with one worker), both against the same PostGIS
+# database holding the demo data and the same Redis, under the same load
+# (bench/load: fixed concurrency and duration, the same URLs), trials
+# alternating between the two. Cases:
+#   limiter only: the seed's /limited next to geogate's /within with a 1 m
+#     radius in the empty Atlantic (lng -30, lat 0): geogate has no cheaper
+#     rate-limited route answering 200, so its figure also holds one empty
+#     index probe in PostgreSQL;
+#   limiter, then refusal: geogate's /within with radius=0, which is charged
+#     to the limiter and then refused with a 422 (no database), next to the
+#     same /limited: the nearest thing to a bare limited route geogate has;
+#   /within at 1 km and 20 km around the same 64 city centres.
+# Limits are raised out of the way on both sides (geogate
+# RATELIMIT_GEOFENCE=100000/1s, the exact log's largest window; the seed
+# SEED_LIMIT=1000000000); every caller is anonymous (identity ip:127.0.0.1).
+# Prints a Markdown table, writes it to bench/results/seed.md and prints one
+# "RESULT seed ..." line per case for scripts/bench.sh.
+#   SEED_PYTHON (/usr/bin/python3), SEED_CONC (32), SEED_DUR (5s), SEED_TRIALS (3), SEED_DBNAME
+#   (geogate_geofence_bench, created with the demo data when missing) tune it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+conc=${SEED_CONC:-32}
+dur=${SEED_DUR:-5s}
+trials=${SEED_TRIALS:-3}
+dbname=${SEED_DBNAME:-geogate_geofence_bench}
+if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
+  env_lines=$(scripts/services.sh start dev)
+  DATABASE_URL=${DATABASE_URL:-$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')}
+  REDIS_URL=${REDIS_URL:-$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')}
+fi
+# Debian's packages live under the system interpreter, not a pyenv shim.
+py=${SEED_PYTHON:-/usr/bin/python3}
+"$py" -c 'import fastapi, uvicorn, redis, asyncpg' 2>/dev/null || {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bench/seed: apt-get install python3-fastapi python3-uvicorn python3-redis python3-asyncpg" >&2; exit 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fastapi python3-uvicorn python3-redis python3-asyncpg >&2
+}
+command -v jq >/dev/null || { echo "bench/seed: jq is missing (apt-get install jq)" >&2; exit 1; }
+
+base=${DATABASE_URL%%\?*}
+query=""; [ "$base" != "$DATABASE_URL" ] && query="?${DATABASE_URL#*\?}"
+server=${base%/*}
+db_url="$server/$dbname$query"
+
+[ -x bin/api ] || go build -o bin/api ./cmd/api
+go build -o bin/load ./bench/load
+
+if [ "$(psql -tA "$server/postgres$query" -c "SELECT count(*) FROM pg_database WHERE datname = '$dbname'")" != 1 ]; then
+  echo "bench/seed: creating $dbname with the demo data" >&2
+  psql -q "$server/postgres$query" -c "CREATE DATABASE $dbname"
+  DATABASE_URL=$db_url bin/api migrate >/dev/null
+  DATABASE_URL=$db_url bin/api import --layer places data/cities.json.gz >/dev/null
+  DATABASE_URL=$db_url bin/api import --layer geofences data/countries-land-10km.geo.json.gz >/dev/null
+fi
+
+free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+api_port=$(free_port)
+seed_port=$(free_port)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$((conc + 4)) \
+  bin/api serve --port "$api_port" >/dev/null 2>bench/results/seed-api.log &
+pids+=($!)
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 \
+  "$py" -m uvicorn app:app --app-dir bench/seedapp --host 127.0.0.1 --port "$seed_port" \
+  --workers 1 --log-level warning --no-access-log >/dev/null 2>bench/results/seed-uvicorn.log &
+pids+=($!)
+
+wait_up() { # url
+  for _ in $(seq 1 150); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "bench/seed: $1 did not answer" >&2; exit 1
+}
+wait_up "http://127.0.0.1:$api_port/healthz"
+wait_up "http://127.0.0.1:$seed_port/limited"
+
+# The same 64 city centres for both sides, drawn reproducibly.
+mapfile -t centres < <(psql -tA -F, "$db_url" -c \
+  "SELECT ST_X(geom), ST_Y(geom) FROM places ORDER BY md5(id::text) LIMIT 64")
+urls() { # base radius
+  for c in "${centres[@]}"; do echo "$1/within?lng=${c%,*}&lat=${c#*,}&radius=$2"; done
+}
+
+# Both sides answer the same centres with the same number of features.
+c0=${centres[0]}
+n_api=$(curl -fsS "http://127.0.0.1:$api_port/within?lng=${c0%,*}&lat=${c0#*,}&radius=20000" | jq '.features | length')
+n_seed=$(curl -fsS "http://127.0.0.1:$seed_port/within?lng=${c0%,*}&lat=${c0#*,}&radius=20000" | jq '.features | length')
+echo "check: features at 20 km around $c0: geogate $n_api, seed $n_seed" >&2
+
+run_load() { bin/load -json -c "$conc" -d "$dur" "$@"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+minmax() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f-%.0f", lo, hi}'; }
+
+mkdir -p bench/results
+out=bench/results/seed.md
+{
+  echo "## geogate vs the seed's FastAPI service (concurrency $conc, $dur per trial, median of $trials alternating trials, min-max in brackets)"
+  echo
+  echo "| case | geogate req/s | p99 ms | seed req/s | p99 ms | throughput ratio | non-2xx (geogate / seed) |"
+  echo "|---|---|---|---|---|---|---|"
+} >"$out"
+
+# One untimed second on each side first: connection pools fill, code warms.
+bin/load -c "$conc" -d 1s "http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1" "$(urls "http://127.0.0.1:$api_port" 1000 | head -1)" >/dev/null
+bin/load -c "$conc" -d 1s "http://127.0.0.1:$seed_port/limited" "$(urls "http://127.0.0.1:$seed_port" 1000 | head -1)" >/dev/null
+
+profile() { # case: a CPU profile (perf, call graphs) of api serve under one more geogate trial
+  [ "${BENCH_PROFILE:-}" = 1 ] && command -v perf >/dev/null || return 0
+  perf record -q -F 999 -g -p "${pids[0]}" -o "bench/results/api-$1.perf.prof" -- sleep "${dur%s}" 2>/dev/null &
+  local pp=$!
+  run_load "${gurls[@]}" >/dev/null
+  wait "$pp" || true
+  perf report -q --stdio --no-children -i "bench/results/api-$1.perf.prof" --percent-limit 1.5 -g none --sort dso,sym \
+    >"bench/results/api-$1.top.txt" 2>/dev/null || true
+  echo "profile: bench/results/api-$1.perf.prof, top symbols in bench/results/api-$1.top.txt" >&2
+}
+
+for case in limiter refused within1k within20k; do
+  ok='"200"'
+  case $case in
+    limiter)   name="limiter only"; gurls=("http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1"); surls=("http://127.0.0.1:$seed_port/limited") ;;
+    refused)   name="limiter, then 422 (geogate)"; ok='"200","422"'; gurls=("http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=0"); surls=("http://127.0.0.1:$seed_port/limited") ;;
+    within1k)  name="/within 1 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 1000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 1000) ;;
+    within20k) name="/within 20 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 20000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 20000) ;;
+  esac
+  g_rps=(); g_p99=(); s_rps=(); s_p99=(); g_bad=0; s_bad=0
+  for i in $(seq 1 "$trials"); do
+    g=$(run_load "${gurls[@]}"); s=$(run_load "${surls[@]}")
+    g_rps+=("$(jq .rps <<<"$g")"); g_p99+=("$(jq .p99_ms <<<"$g")")
+    s_rps+=("$(jq .rps <<<"$s")"); s_p99+=("$(jq .p99_ms <<<"$s")")
+    g_bad=$((g_bad + $(jq --argjson ok "[$ok]" '[.statuses | to_entries[] | select([.key] | inside($ok) | not) | .value] | add // 0' <<<"$g") + $(jq .errors <<<"$g")))
+    s_bad=$((s_bad + $(jq --argjson ok "[$ok]" '[.statuses | to_entries[] | select([.key] | inside($ok) | not) | .value] | add // 0' <<<"$s") + $(jq .errors <<<"$s")))
+    printf '%s trial %d: geogate %.0f req/s p99 %.2f ms | seed %.0f req/s p99 %.2f ms\n' "$name" "$i" \
+      "${g_rps[-1]}" "${g_p99[-1]}" "${s_rps[-1]}" "${s_p99[-1]}" >&2
+  done
+  profile "$case"
+  gm=$(median "${g_rps[@]}"); gp=$(median "${g_p99[@]}"); sm=$(median "${s_rps[@]}"); sp=$(median "${s_p99[@]}")
+  ratio=$(awk "BEGIN { printf \"%.1f\", $gm / $sm }")
+  printf '| %s | %.0f (%s) | %.2f | %.0f (%s) | %.2f | %sx | %d / %d |\n' "$name" "$gm" "$(minmax "${g_rps[@]}")" "$gp" \
+    "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$g_bad" "$s_bad" >>"$out"
+  printf 'RESULT seed case=%s geogate_rps=%.0f geogate_range=%s geogate_p99=%.2f seed_rps=%.0f seed_range=%s seed_p99=%.2f ratio=%s bad=%d/%d\n' \
+    "$case" "$gm" "$(minmax "${g_rps[@]}")" "$gp" "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$g_bad" "$s_bad"
+done
+echo >>"$out"
+cat "$out"
