@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -69,6 +72,24 @@ func TestServiceOnRedisCluster(t *testing.T) {
 		}
 	}
 
+	// The Cluster lives as long as the test binary: forget tiles an
+	// earlier run (-count) cached, so that the first request renders.
+	rc := testenv.RedisCluster(t)
+	err := rc.(*redis.ClusterClient).ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, "*t:places:*").Result()
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		for _, k := range keys {
+			if err := m.Del(ctx, k).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("clear cached tiles: %v", err)
+	}
 	secret := runCLI(t, env, "keys", "create", "--name", "cltiles-"+testenv.Prefix(t), "--scopes", "tiles:read")
 	for i, want := range []string{"MISS", "HIT"} {
 		req, _ := http.NewRequest("GET", base+"/tiles/places/4/8/5.mvt", nil)
