@@ -1,11 +1,15 @@
 # geogate: `make run` serves the demo on :8000, `make test` runs every test.
-.PHONY: run test bench lint stop build fmt verify
+.PHONY: run test soak bench lint stop build fmt verify
 
 run:
 	scripts/run.sh
 
 test:
 	scripts/test.sh
+
+# A longer TestSoak: GEOGATE_SOAK=10m make soak (default 60s).
+soak:
+	scripts/soak.sh
 
 bench:
 	scripts/bench.sh
