@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Import benchmark: `api import --replace` of the 171,075 cities next to
 # ogr2ogr loading the same rows into the same database, in one run. Prints
-# the median rows/s of each and the ratio, and appends a Markdown table to
-# bench/results/latest.md. Uses a fresh database geogate_bench_import on the
+# the median rows/s of each and the ratio, and writes a Markdown table to
+# bench/results/import.md. Uses a fresh database geogate_bench_import on the
 # server of DATABASE_URL (else the private dev services).
 #   IMPORT_TRIALS (3) sets the number of trials of each loader.
 set -euo pipefail
@@ -88,4 +88,4 @@ mkdir -p bench/results
   echo
   echo "api import: gzip JSON array → parse → binary COPY into \`places\` (one transaction: truncate, drop the primary key and the two GiST indexes on geom and geom::geography, COPY FREEZE, rebuild them), wall time of the process."
   echo "ogr2ogr: uncompressed CSV (converted before timing) → COPY into a new table \`cities_ogr\` (-overwrite, one transaction with -gt unlimited, GiST index on geom, serial primary key), wall time of the process; the third row adds \`CREATE INDEX ... USING gist ((geom::geography))\`, the index \`places\` has for metre-based proximity."
-} >>bench/results/latest.md
+} >bench/results/import.md

@@ -108,9 +108,10 @@ out=bench/results/seed.md
   echo "|---|---|---|---|---|---|---|"
 } >"$out"
 
-# One untimed second on each side first: connection pools fill, code warms.
-bin/load -c "$conc" -d 1s "http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1" "$(urls "http://127.0.0.1:$api_port" 1000 | head -1)" >/dev/null
-bin/load -c "$conc" -d 1s "http://127.0.0.1:$seed_port/limited" "$(urls "http://127.0.0.1:$seed_port" 1000 | head -1)" >/dev/null
+# Three untimed seconds on each side first: connection pools fill (geogate's
+# pgx pool opens its connections on demand; the first burst waits on them).
+bin/load -c "$conc" -d 3s "http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1" "$(urls "http://127.0.0.1:$api_port" 1000 | head -1)" >/dev/null
+bin/load -c "$conc" -d 3s "http://127.0.0.1:$seed_port/limited" "$(urls "http://127.0.0.1:$seed_port" 1000 | head -1)" >/dev/null
 
 profile() { # case: a CPU profile (perf, call graphs) of api serve under one more geogate trial
   [ "${BENCH_PROFILE:-}" = 1 ] && command -v perf >/dev/null || return 0

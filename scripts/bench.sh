@@ -1,9 +1,130 @@
 #!/usr/bin/env bash
-# Benchmarks, each next to its baseline in the same run. See README "Performance".
+# `make bench`: every benchmark case next to its baseline in one run, one
+# summary table. Builds bin/api, starts the private dev services, lets the
+# geofence bench load the demo data into its bench database once (the seed
+# comparison reuses it), runs the cases one after the other on an otherwise
+# idle machine, keeps each case's full output in bench/results/<case>.txt and
+# writes the summary to bench/results/latest.md, then prints it.
+#   BENCH_QUICK=1    short smoke run (1 trial, short durations, no auth case)
+#   BENCH_PROFILE=1  CPU profiles: perf call graphs of `api serve` under the
+#                    seed-comparison load (bench/results/api-*.perf.prof and
+#                    api-*.top.txt) and a Go CPU profile of the tile bench
+#                    (bench/results/tiles.cpu.prof); the API has no pprof
+#                    endpoint, so there is no allocation profile of it.
+#   BENCH_TRIALS (3), BENCH_DUR (4s), BENCH_CONC (32) set the trials per
+#   side, the duration of each trial and the HTTP concurrency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bench/ratelimit.sh
-bench/auth.sh
-bench/geofence.sh
-bench/tiles.sh
-bench/import.sh
+
+trials=${BENCH_TRIALS:-3}
+dur=${BENCH_DUR:-4s}
+conc=${BENCH_CONC:-32}
+cases=(ratelimit geofence tiles seed import auth)
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+  trials=1; dur=1s; cases=(ratelimit geofence tiles seed import)
+fi
+start=$(date +%s)
+
+env_lines=$(scripts/services.sh start dev)
+DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
+REDIS_URL=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')
+export DATABASE_URL REDIS_URL TEST_DATABASE_URL=$DATABASE_URL TEST_REDIS_URL=$REDIS_URL
+echo "== building bin/api and the bench drivers" >&2
+go build -o bin/api ./cmd/api
+go build -o bin/load ./bench/load
+mkdir -p bench/results
+rm -f bench/results/*.prof bench/results/api-*.top.txt
+
+run_case() { # name command...
+  local name=$1; shift
+  echo "== $name" >&2
+  local t0; t0=$(date +%s)
+  "$@" 2>&1 | tee "bench/results/$name.txt"
+  echo "($name took $(($(date +%s) - t0)) s)" >&2
+}
+
+for c in "${cases[@]}"; do
+  case $c in
+    ratelimit) RL_DUR=$dur RL_RUNS=$trials run_case ratelimit bench/ratelimit.sh ;;
+    geofence)  GEOFENCE_CONC=$conc GEOFENCE_DUR=$dur GEOFENCE_RUNS=$trials run_case geofence bench/geofence.sh ;;
+    tiles)     TILES_DUR=$dur TILES_CPUPROFILE=${BENCH_PROFILE:+bench/results/tiles.cpu.prof} run_case tiles bench/tiles.sh ;;
+    seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
+    import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
+    auth)      run_case auth bench/auth.sh ;;
+  esac
+done
+took=$(($(date +%s) - start))
+
+# The summary: one row per case, figures taken from each case's output.
+r=bench/results
+num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
+{
+  echo "# geogate benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $(cut -d' ' -f1-3 /proc/loadavg), $took s in all."
+  echo "Medians of $trials alternating trials per side ($dur each, HTTP concurrency $conc); min-max in brackets where the case prints it."
+  echo
+  echo "| case | geogate | baseline (same run) | ratio | goal | met |"
+  echo "|---|---|---|---|---|---|"
+  if [ -s $r/ratelimit.txt ]; then
+    awk -F'|' '
+      /log.lua via go-redis Script.Run/ { raw=$3+0; rawp=$5+0 }
+      /ratelimit.Limiter.Allow \|/ { lim=$3+0; limp=$5+0 }
+      /Options.Pipeline/ { pip=$3+0; pipp=$5+0; name=$2 }
+      /commands sent by the client/ { rt=$3+0 }
+      END {
+        printf "| limiter decisions/s (concurrency 50, 1,000 identities) | %.0f, p99 %.2f ms | bare Lua script through go-redis: %.0f, p99 %.2f ms | %.0f%% | at least 90%% | %s |\n", lim, limp, raw, rawp, 100*lim/raw, (lim >= 0.9*raw) ? "yes" : "no"
+        if (pip > 0) printf "| limiter, decisions pipelined (%s) | %.0f, p99 %.2f ms | the same bare script, unpipelined: %.0f | %.2fx | above 1x, ideally 2x, p99 under 2 ms | %s |\n", substr(name, index(name, "Pipeline"), 11), pip, pipp, raw, pip/raw, (pip > raw && pipp < 2) ? "yes" : "no"
+        printf "| Redis round trips per limited decision | %.3f | | | exactly 1 | %s |\n", rt, (rt == 1) ? "yes" : "no"
+      }' $r/ratelimit.txt
+  fi
+  if [ -s $r/geofence.txt ]; then
+    awk '
+      $2 == "m" && $4 == "|" {
+        api=$5; ap=$7; sql=$9; sp=$11; ratio=api/sql
+        printf "| `/within` %s km, concurrency %s | %.0f req/s, p99 %.2f ms | the same SQL through pgx: %.0f q/s, p99 %.2f ms | %.0f%% rate, %.1fx p99 | 80%% of the rate, p99 within 1.5x | %s |\n", $1/1000, $3, api, ap, sql, sp, 100*ratio, ap/sp, (ratio >= 0.8 && ap <= 1.5*sp) ? "yes" : "no"
+      }
+      /^API POST \/geofences\/contains/ { a=$(NF-1) }
+      /^SQL, subdivided parts/ { s=$(NF-1) }
+      /^SQL, naive/ { n=$(NF-1) }
+      END { if (a) printf "| batch point-in-fence, 1,000 points per request, concurrency 4 | %.0f points/s | the same SQL: %.0f; naive `ST_Intersects`: %.0f | %.0f%% of the SQL, %.1fx naive | | |\n", a, s, n, 100*a/s, a/n }
+    ' $r/geofence.txt
+  fi
+  if [ -s $r/tiles.txt ]; then
+    awk '
+      $2 ~ /^z[0-9]+$/ && $3 == "|" {
+        printf "| cold tiles, %s %s, 8 clients | %.0f tiles/s, p99 %.2f ms | the same tile SQL through pgx: %.0f, p99 %.2f ms | %.0f%% | at least 80%% | %s |\n", $1, $2, $4, $5, $7, $8, 100*$4/$7, ($4 >= 0.8*$7) ? "yes" : "no"
+        printf "| cached tiles, %s %s | %.0f tiles/s, p99 %.2f ms | | | p99 under 2 ms | %s |\n", $1, $2, $12, $13, ($13 < 2) ? "yes" : "no"
+      }' $r/tiles.txt
+  fi
+  if [ -s $r/seed.txt ]; then
+    awk '
+      /^RESULT seed/ {
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        goal = (v["case"] ~ /^within/) ? 3 : 5
+        label["limiter"] = "limiter only: geogate `/within` 1 m radius in the empty Atlantic vs the seed `/limited`"
+        label["refused"] = "limiter only: geogate `/within?radius=0` (charged, then 422, no database) vs the seed `/limited`"
+        label["within1k"] = "`/within` 1 km, geogate vs the seed FastAPI service"
+        label["within20k"] = "`/within` 20 km, geogate vs the seed FastAPI service"
+        printf "| %s, concurrency '"$conc"' | %s req/s (%s), p99 %s ms | seed (uvicorn, 1 worker): %s (%s), p99 %s ms | %sx | at least %dx, lower p99 | %s |\n", label[v["case"]], v["geogate_rps"], v["geogate_range"], v["geogate_p99"], v["seed_rps"], v["seed_range"], v["seed_p99"], v["ratio"], goal, (v["ratio"] >= goal && v["geogate_p99"] < v["seed_p99"]) ? "yes" : "no"
+      }' $r/seed.txt
+  fi
+  if [ -s $r/import.txt ]; then
+    awk '
+      /^trial/ { a = $5 + 0; o = $8 + 0; if (!n++ || a < amin) amin = a; if (a > amax) amax = a; if (n == 1 || o < omin) omin = o; if (o > omax) omax = o }
+      /^api import:/ { ours = $6 }
+      /^ogr2ogr:/ { ogr = $5 }
+      /^ogr2ogr \+ geography index:/ { ogrg = $8 }
+      END { printf "| import of 171,075 cities | %.0f rows/s (%.2f-%.2f s) | `ogr2ogr` (PG_USE_COPY): %.0f rows/s (%.2f-%.2f s); with the geography index `places` has: %.0f | %.2fx (%.2fx with the index) | at least 2x | %s |\n", ours, amin, amax, ogr, omin, omax, ogrg, ours/ogr, ours/ogrg, (ours >= 2*ogr) ? "yes" : "no" }
+    ' $r/import.txt
+  fi
+  if [ -s $r/auth.txt ]; then
+    awk '/^Benchmark/ { for (i = 1; i <= NF; i++) if ($i == "ns/op") { printf "| auth: %s | %.0f/s | | | | |\n", $1, 1e9/$(i-1) } }' $r/auth.txt
+  fi
+  echo
+  echo "Per-case detail: bench/results/{$(IFS=,; echo "${cases[*]}")}.txt, bench/results/seed.md, bench/results/import.md."
+  [ "${BENCH_PROFILE:-}" = 1 ] && echo "Profiles: bench/results/*.prof (git-ignored), top symbols in bench/results/api-*.top.txt."
+  true
+} >$r/latest.md
+echo
+cat $r/latest.md
