@@ -80,14 +80,16 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   fi
   if [ -s $r/geofence.txt ]; then
     awk '
+      $1 == "range" && $2 != "containment" { ar = $5; sr = $7; hr = $9 }
+      $1 == "range" && $2 == "containment" { car = $4; csr = $6; cnr = $8 }
       $2 == "m" && $4 == "|" {
         api=$5; ap=$7; sql=$9; sp=$11; ratio=api/sql
-        printf "| `/within` %s km, concurrency %s | %.0f req/s, p99 %.2f ms | the same SQL through pgx: %.0f q/s, p99 %.2f ms | %.0f%% rate, %.1fx p99 | 80%% of the rate, p99 within 1.5x | %s |\n", $1/1000, $3, api, ap, sql, sp, 100*ratio, ap/sp, (ratio >= 0.8 && ap <= 1.5*sp) ? "yes" : "no"
+        printf "| `/within` %s km, concurrency %s | %.0f req/s (%s), p99 %.2f ms | the same SQL through pgx: %.0f q/s (%s), p99 %.2f ms; the handler alone, no auth or limiter: %.0f (%s) | %.0f%% rate, %.1fx p99 | 80%% of the rate, p99 within 1.5x | %s |\n", $1/1000, $3, api, ar, ap, sql, sr, sp, $15, hr, 100*ratio, ap/sp, (ratio >= 0.8 && ap <= 1.5*sp) ? "yes" : "no"
       }
       /^API POST \/geofences\/contains/ { a=$(NF-1) }
       /^SQL, subdivided parts/ { s=$(NF-1) }
       /^SQL, naive/ { n=$(NF-1) }
-      END { if (a) printf "| batch point-in-fence, 1,000 points per request, concurrency 4 | %.0f points/s | the same SQL: %.0f; naive `ST_Intersects`: %.0f | %.0f%% of the SQL, %.1fx naive | | |\n", a, s, n, 100*a/s, a/n }
+      END { if (a) printf "| batch point-in-fence, 1,000 points per request, concurrency 4 | %.0f points/s (%s) | the same SQL: %.0f (%s); naive `ST_Intersects`: %.0f (%s) | %.0f%% of the SQL, %.1fx naive | | |\n", a, car, s, csr, n, cnr, 100*a/s, a/n }
     ' $r/geofence.txt
   fi
   if [ -s $r/tiles.txt ]; then

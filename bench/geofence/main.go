@@ -115,6 +115,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		for _, c := range concs {
 			res := b.medians(c, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c))
 			sqlRes, apiRes, hRes := res[0], res[1], res[2]
+			fmt.Printf("range %d %d api %.0f-%.0f sql %.0f-%.0f handler %.0f-%.0f\n", r, c,
+				apiRes.lo, apiRes.hi, sqlRes.lo, sqlRes.hi, hRes.lo, hRes.hi)
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
 				fmt.Sprintf("%d m", r), c, apiRes.rate, apiRes.p50, apiRes.p99, sqlRes.rate, sqlRes.p50, sqlRes.p99,
 				100*apiRes.rate/sqlRes.rate, hRes.rate, hRes.p99, apiRes.errNote()+sqlRes.errNote()+hRes.errNote())
@@ -127,6 +129,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	res := b.medians(batchConc, b.batchAPI(batches, batchConc),
 		b.batchSQL(pool, geofence.ContainsBatchSQL, batches), b.batchSQL(pool, geofence.NaiveContainsBatchSQL, batches))
 	api, sub, naive := res[0], res[1], res[2]
+	fmt.Printf("range containment api %.0f-%.0f sql %.0f-%.0f naive %.0f-%.0f\n",
+		api.lo*1000, api.hi*1000, sub.lo*1000, sub.hi*1000, naive.lo*1000, naive.hi*1000)
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "API POST /geofences/contains (subdivided)", api.rate*1000, api.p99, api.errNote())
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.rate*1000, sub.p99, sub.errNote())
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.rate*1000, naive.p99, naive.errNote())
@@ -137,6 +141,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 // result is one run: operations per second and latency percentiles in ms.
 type result struct {
 	rate, p50, p99 float64
+	lo, hi         float64 // the lowest and highest rate of the runs behind a median
 	errs           int64
 	firstErr       string
 }
@@ -162,6 +167,7 @@ func (b *bench) medians(c int, ops ...func(int) error) []result {
 	for i, rs := range all {
 		slices.SortFunc(rs, func(x, y result) int { return cmp.Compare(x.rate, y.rate) })
 		out[i] = rs[len(rs)/2]
+		out[i].lo, out[i].hi = rs[0].rate, rs[len(rs)-1].rate
 	}
 	return out
 }
