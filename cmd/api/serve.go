@@ -107,7 +107,7 @@ type deps struct {
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, func(), error) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
-	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), AppName: "geogate"})
+	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns), AppName: "geogate"})
 	if err != nil {
 		return deps{}, nil, err
 	}

@@ -38,6 +38,7 @@ type Server struct {
 type DB struct {
 	URL            string
 	MaxConns       int
+	MinConns       int
 	AcquireTimeout time.Duration
 	QueryTimeout   time.Duration
 	MigrateOnStart bool
@@ -74,6 +75,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DB = DB{
 		URL:            r.str("DATABASE_URL", ""),
 		MaxConns:       r.integer("DB_MAX_CONNS", 20, 1, 1000),
+		MinConns:       r.integer("DB_MIN_CONNS", 5, 0, 1000),
 		AcquireTimeout: r.duration("DB_ACQUIRE_TIMEOUT", time.Second),
 		QueryTimeout:   r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
 		MigrateOnStart: r.boolean("MIGRATE_ON_START", true),

@@ -12,6 +12,9 @@ import (
 // Options tunes the pool.
 type Options struct {
 	MaxConns int32
+	// MinConns are opened in the background at start and kept open, so
+	// that the first burst of traffic does not wait for connections.
+	MinConns int32
 	// AppName shows up in pg_stat_activity.
 	AppName string
 }
@@ -25,6 +28,9 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if o.MinConns > 0 {
+		cfg.MinConns = min(o.MinConns, cfg.MaxConns)
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.HealthCheckPeriod = 15 * time.Second
