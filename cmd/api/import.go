@@ -13,9 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/importer"
-	"github.com/geogate/geogate/internal/pg"
 )
 
 const importUsage = `usage: api import --layer places|geofences [flags] FILE
@@ -55,14 +53,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if o.Replace && o.IfEmpty {
 		return errors.New("import: --replace and --if-empty exclude each other")
 	}
-	url := getenv("DATABASE_URL")
-	if url == "" {
-		return errors.New("DATABASE_URL is required")
-	}
-	cfg, _ := config.Load(getenv) // only the timeouts matter here
-	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
-	defer cancel()
-	pool, err := pg.Open(sctx, url, pg.Options{MaxConns: 2, AppName: "geogate-import"})
+	pool, err := openCLIPool(ctx, getenv, "geogate-import")
 	if err != nil {
 		return err
 	}

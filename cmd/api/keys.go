@@ -17,8 +17,6 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
-	"github.com/geogate/geogate/internal/config"
-	"github.com/geogate/geogate/internal/pg"
 )
 
 const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
@@ -159,14 +157,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 
 // withStore opens the database named by DATABASE_URL for one command.
 func withStore(ctx context.Context, getenv func(string) string, f func(*auth.Store) error) error {
-	url := getenv("DATABASE_URL")
-	if url == "" {
-		return errors.New("DATABASE_URL is required")
-	}
-	cfg, _ := config.Load(getenv) // only the timeouts matter here
-	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
-	defer cancel()
-	pool, err := pg.Open(sctx, url, pg.Options{MaxConns: 2, AppName: "geogate-keys"})
+	pool, err := openCLIPool(ctx, getenv, "geogate-keys")
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 
-	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -16,14 +14,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	url := getenv("DATABASE_URL")
-	if url == "" {
-		return fmt.Errorf("DATABASE_URL is required")
-	}
-	cfg, _ := config.Load(getenv) // only the timeouts matter here
-	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
-	defer cancel()
-	pool, err := pg.Open(sctx, url, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
+	pool, err := openCLIPool(ctx, getenv, "geogate-migrate")
 	if err != nil {
 		return err
 	}
