@@ -48,25 +48,12 @@ func TestServiceOnRedisCluster(t *testing.T) {
 		id := "cl" + string(rune('a'+trial)) + "-" + testenv.Prefix(t)
 		secret := runCLI(t, env, "keys", "create", "--name", id, "--scopes", "proximity:read,tiles:read")
 		const n = 30
-		got := map[int]int{}
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() {
-				req, _ := http.NewRequest("GET", base+"/within?lng=13.4&lat=52.5&radius=500", nil)
-				req.Header.Set("x-api-key", secret)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				record(resp.StatusCode)
-				mu.Lock()
-				got[resp.StatusCode]++
-				mu.Unlock()
-			})
+		got := burstWithin(t, []string{base}, secret, n)
+		for code, c := range got {
+			for range c {
+				record(code)
+			}
 		}
-		wg.Wait()
 		if got[200] != 10 || got[429] != n-10 {
 			t.Errorf("trial %d: %d concurrent /within with one key on a Cluster = %v, want exactly 10 200s and %d 429s", trial, n, got, n-10)
 		}

@@ -39,27 +39,7 @@ func TestReplicasShareOneLimit(t *testing.T) {
 		secret := runCLI(t, env, "keys", "create", "--name", id, "--scopes", "proximity:read")
 
 		const perReplica = 25
-		var mu sync.Mutex
-		got := map[int]int{}
-		var wg sync.WaitGroup
-		for _, base := range bases {
-			for range perReplica {
-				wg.Go(func() {
-					req, _ := http.NewRequest("GET", base+"/within?lng=13.4&lat=52.5&radius=500", nil)
-					req.Header.Set("x-api-key", secret)
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					resp.Body.Close()
-					mu.Lock()
-					got[resp.StatusCode]++
-					mu.Unlock()
-				})
-			}
-		}
-		wg.Wait()
+		got := burstWithin(t, bases, secret, perReplica)
 		if got[200] != 30 || got[429] != 3*perReplica-30 {
 			t.Errorf("trial %d: statuses %v from three replicas, want exactly 30 200s and %d 429s", trial, got, 3*perReplica-30)
 		}
@@ -71,4 +51,32 @@ func TestReplicasShareOneLimit(t *testing.T) {
 			t.Errorf("keys create printed %q, want a secret", secret)
 		}
 	}
+}
+
+// burstWithin fires perBase concurrent /within requests with one API key at
+// each base URL at once and counts the answers by status.
+func burstWithin(t *testing.T, bases []string, secret string, perBase int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[int]int{}
+	var wg sync.WaitGroup
+	for _, base := range bases {
+		for range perBase {
+			wg.Go(func() {
+				req, _ := http.NewRequest("GET", base+"/within?lng=13.4&lat=52.5&radius=500", nil)
+				req.Header.Set("x-api-key", secret)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				got[resp.StatusCode]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	return got
 }
