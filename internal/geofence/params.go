@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/geogate/geogate/internal/httpx"
 )
@@ -136,7 +137,9 @@ func props(v url.Values, errs *httpx.ValidationError) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		n = strings.TrimSpace(n)
-		if n == "" || len(n) > maxPropNameLen || strings.ContainsRune(n, 0) {
+		// PostgreSQL refuses text that is not UTF-8, so such a name is the
+		// client's error, not a database failure.
+		if n == "" || len(n) > maxPropNameLen || strings.ContainsRune(n, 0) || !utf8.ValidString(n) {
 			errs.Add("A comma-separated list of property names, or none.", "value_error", "query", "properties")
 			return nil
 		}
