@@ -140,6 +140,9 @@ func polygonStrictlyContains(rings [][]pt, p pt) bool {
 // closed lines) and every polygon (as rings) of g.
 func flatten(g geom.T) (lines [][]pt, areas [][][]pt, ok bool) {
 	toPts := func(flat []float64, stride int) []pt {
+		if stride < 2 { // an empty geometry in a collection has no layout
+			return nil
+		}
 		out := make([]pt, 0, len(flat)/stride)
 		for i := 0; i+1 < len(flat); i += stride {
 			out = append(out, pt{flat[i], flat[i+1]})
