@@ -68,10 +68,12 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// /within by radius.
 	limiter, err := ratelimit.New(d.redis, cfg.RateLimit.Policies, ratelimit.Options{
 		Timeout: cfg.Redis.Timeout, Registerer: reg, Logger: log,
+		Pipeline: cfg.Redis.Pipeline,
 	})
 	if err != nil {
 		return nil, err
 	}
+	context.AfterFunc(ctx, limiter.Close) // stops the pipeline senders
 	limitTier := ratelimit.WithTier(func(c *gin.Context) string { return auth.FromGin(c).Tier })
 	limit := func(policy string, cost func(*gin.Context) int) gin.HandlerFunc {
 		return limiter.Middleware(policy, auth.LimitKey, cost, limitTier)

@@ -48,6 +48,9 @@ type DB struct {
 type Redis struct {
 	URL     string
 	Timeout time.Duration
+	// Pipeline is how many concurrent rate-limit decisions may share one
+	// round trip; 1 sends each on its own.
+	Pipeline int
 }
 
 // Load reads every setting through getenv. The error names each bad
@@ -86,8 +89,9 @@ func Load(getenv func(string) string) (Config, error) {
 		r.urlWithScheme("DATABASE_URL", c.DB.URL, "postgres", "postgresql")
 	}
 	c.Redis = Redis{
-		URL:     r.str("REDIS_URL", ""),
-		Timeout: r.duration("REDIS_TIMEOUT", 250*time.Millisecond),
+		URL:      r.str("REDIS_URL", ""),
+		Timeout:  r.duration("REDIS_TIMEOUT", 250*time.Millisecond),
+		Pipeline: r.integer("REDIS_PIPELINE", 16, 1, 1024),
 	}
 	if c.Redis.URL == "" {
 		r.fail("REDIS_URL", "", "is required, for example redis://localhost:6379/0")

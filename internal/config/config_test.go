@@ -25,6 +25,9 @@ func TestLoadDefaults(t *testing.T) {
 	if !c.DB.MigrateOnStart {
 		t.Errorf("MigrateOnStart = false, want true")
 	}
+	if c.Redis.Pipeline != 16 {
+		t.Errorf("Redis.Pipeline = %d, want 16", c.Redis.Pipeline)
+	}
 }
 
 func TestLoadNamesEveryBadSetting(t *testing.T) {
@@ -35,11 +38,12 @@ func TestLoadNamesEveryBadSetting(t *testing.T) {
 		"DB_QUERY_TIMEOUT": "-1s",
 		"LOG_LEVEL":        "loud",
 		"MIGRATE_ON_START": "maybe",
+		"REDIS_PIPELINE":   "0",
 	}))
 	if err == nil {
 		t.Fatal("Load() = nil error, want one")
 	}
-	for _, want := range []string{"DATABASE_URL", "REDIS_URL", "PORT", "DB_QUERY_TIMEOUT", "LOG_LEVEL", "MIGRATE_ON_START"} {
+	for _, want := range []string{"DATABASE_URL", "REDIS_URL", "PORT", "DB_QUERY_TIMEOUT", "LOG_LEVEL", "MIGRATE_ON_START", "REDIS_PIPELINE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Load() error lacks %s:\n%v", want, err)
 		}
