@@ -5,6 +5,9 @@ package config
 
 import (
 	"errors"
+	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,6 +35,9 @@ type Server struct {
 	StartupTimeout  time.Duration
 	MaxHeaderBytes  int
 	CORSOrigins     []string
+	// PprofAddr, when set, is the host:port of a separate listener
+	// serving net/http/pprof; empty means no profiling endpoint.
+	PprofAddr string
 }
 
 // DB holds PostgreSQL settings.
@@ -41,8 +47,16 @@ type DB struct {
 	MinConns       int
 	AcquireTimeout time.Duration
 	QueryTimeout   time.Duration
-	MigrateOnStart bool
+	// StatementTimeout is the server-side statement_timeout of the
+	// serving pool's connections: a backstop that ends a statement whose
+	// cancel request was lost. 0 leaves the server's default.
+	StatementTimeout time.Duration
+	MigrateOnStart   bool
 }
+
+// cancelGrace is how far the statement_timeout backstop sits, by default,
+// above the longest client-side deadline of a query.
+const cancelGrace = 2 * time.Second
 
 // Redis holds Redis settings.
 type Redis struct {
@@ -69,6 +83,10 @@ func Load(getenv func(string) string) (Config, error) {
 		StartupTimeout:  r.duration("STARTUP_TIMEOUT", 10*time.Second),
 		MaxHeaderBytes:  r.integer("HTTP_MAX_HEADER_BYTES", 16<<10, 1<<10, 1<<20),
 		CORSOrigins:     r.list("CORS_ORIGINS", nil),
+		PprofAddr:       r.str("PPROF_ADDR", ""),
+	}
+	if c.Server.PprofAddr != "" {
+		checkListenAddr(r, "PPROF_ADDR", c.Server.PprofAddr)
 	}
 	switch c.Server.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -102,8 +120,41 @@ func Load(getenv func(string) string) (Config, error) {
 	c.RateLimit = loadRateLimit(r)
 	c.Geofence = loadGeofence(r)
 	c.Tiles = loadTiles(r)
+	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}
 	return c, nil
+}
+
+// loadStatementTimeout reads DB_STATEMENT_TIMEOUT: by default longest (the
+// longest client-side query deadline) plus cancelGrace; 0 turns it off;
+// anything else must leave every query its full deadline.
+func loadStatementTimeout(r *reader, longest time.Duration) time.Duration {
+	d := r.durationOrZero("DB_STATEMENT_TIMEOUT", longest+cancelGrace)
+	if d > 0 && d < longest {
+		r.fail("DB_STATEMENT_TIMEOUT", d.String(), "must be 0 (off) or at least the longest query deadline, "+
+			"the larger of DB_QUERY_TIMEOUT and TILES_RENDER_TIMEOUT ("+longest.String()+")")
+		return longest + cancelGrace
+	}
+	return d
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$`)
+
+// checkListenAddr checks that v is host:port with a port from 1 to 65535
+// and a host that is empty (every interface), an IP address or a name.
+func checkListenAddr(r *reader, name, v string) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		r.fail(name, v, "not host:port, for example 127.0.0.1:6060")
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		r.fail(name, v, "the port must be a number between 1 and 65535, for example 127.0.0.1:6060")
+		return
+	}
+	if host != "" && net.ParseIP(host) == nil && !hostName.MatchString(host) {
+		r.fail(name, v, "the host must be an IP address or a host name, for example 127.0.0.1:6060")
+	}
 }

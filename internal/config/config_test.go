@@ -52,3 +52,87 @@ func TestLoadNamesEveryBadSetting(t *testing.T) {
 		t.Errorf("Load() error leaks a password:\n%v", err)
 	}
 }
+
+func TestPprofAddr(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    string
+		wantErr string
+	}{
+		{"OffByDefault", "", "", ""},
+		{"Loopback", "127.0.0.1:6060", "127.0.0.1:6060", ""},
+		{"LoopbackIPv6", "[::1]:6060", "[::1]:6060", ""},
+		{"HostName", "localhost:6060", "localhost:6060", ""},
+		{"EveryInterface", ":6060", ":6060", ""},
+		{"NoPort", "127.0.0.1", "", "not host:port"},
+		{"PortOnlyNumber", "6060", "", "not host:port"},
+		{"PortNotNumeric", "127.0.0.1:http", "", "port must be a number"},
+		{"PortZero", "127.0.0.1:0", "", "port must be a number"},
+		{"PortTooLarge", "127.0.0.1:70000", "", "port must be a number"},
+		{"BadHost", "local host:6060", "", "host must be"},
+		{"URL", "http://127.0.0.1:6060", "", "not host:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(map[string]string{
+				"DATABASE_URL": "postgres://u@localhost/db",
+				"REDIS_URL":    "redis://localhost:6379/0",
+				"PPROF_ADDR":   tt.value,
+			}))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "PPROF_ADDR") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("Load(PPROF_ADDR=%q) error = %v, want one naming PPROF_ADDR with %q", tt.value, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load(PPROF_ADDR=%q) error = %v", tt.value, err)
+			}
+			if c.Server.PprofAddr != tt.want {
+				t.Errorf("PprofAddr = %q, want %q", c.Server.PprofAddr, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatementTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    time.Duration
+		wantErr string
+	}{
+		{"DefaultAboveRenderTimeout", nil, 12 * time.Second, ""},
+		{"DefaultAboveQueryTimeout", map[string]string{"DB_QUERY_TIMEOUT": "30s"}, 32 * time.Second, ""},
+		{"DefaultFollowsRenderTimeout", map[string]string{"TILES_RENDER_TIMEOUT": "1s", "DB_QUERY_TIMEOUT": "500ms"}, 3 * time.Second, ""},
+		{"Set", map[string]string{"DB_STATEMENT_TIMEOUT": "1m"}, time.Minute, ""},
+		{"Off", map[string]string{"DB_STATEMENT_TIMEOUT": "0"}, 0, ""},
+		{"EqualToDeadline", map[string]string{"DB_STATEMENT_TIMEOUT": "10s"}, 10 * time.Second, ""},
+		{"BelowRenderTimeout", map[string]string{"DB_STATEMENT_TIMEOUT": "5s"}, 0, "at least the longest query deadline"},
+		{"BelowQueryTimeout", map[string]string{"DB_STATEMENT_TIMEOUT": "3s", "DB_QUERY_TIMEOUT": "4s", "TILES_RENDER_TIMEOUT": "1s"}, 0, "(4s)"},
+		{"Negative", map[string]string{"DB_STATEMENT_TIMEOUT": "-1s"}, 0, "not a duration"},
+		{"Garbage", map[string]string{"DB_STATEMENT_TIMEOUT": "soon"}, 0, "not a duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]string{"DATABASE_URL": "postgres://u@localhost/db", "REDIS_URL": "redis://localhost:6379/0"}
+			for k, v := range tt.env {
+				m[k] = v
+			}
+			c, err := Load(env(m))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "DB_STATEMENT_TIMEOUT") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("Load(%v) error = %v, want one naming DB_STATEMENT_TIMEOUT with %q", tt.env, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load(%v) error = %v", tt.env, err)
+			}
+			if c.DB.StatementTimeout != tt.want {
+				t.Errorf("StatementTimeout = %v, want %v", c.DB.StatementTimeout, tt.want)
+			}
+		})
+	}
+}

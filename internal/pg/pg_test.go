@@ -1,0 +1,110 @@
+package pg_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+func open(t *testing.T, o pg.Options) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pg.Open(ctx, testenv.Getenv(t, "TEST_DATABASE_URL"), o)
+	if err != nil {
+		t.Fatalf("Open() = %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func show(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var v string
+	if err := pool.QueryRow(context.Background(), "SHOW statement_timeout").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// serverDefault is statement_timeout as a connection opened without any
+// options sees it.
+func serverDefault(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testenv.Getenv(t, "TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW statement_timeout").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestStatementTimeoutSetting(t *testing.T) {
+	t.Parallel()
+	def := serverDefault(t)
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		want    string
+	}{
+		{"Seconds", 12 * time.Second, "12s"},
+		{"Milliseconds", 1500 * time.Millisecond, "1500ms"},
+		{"RoundedUpToAMillisecond", 2500 * time.Microsecond, "3ms"},
+		{"Unset", 0, def},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := open(t, pg.Options{MaxConns: 2, StatementTimeout: tt.timeout})
+			if got := show(t, pool); got != tt.want {
+				t.Errorf("Open(StatementTimeout: %v): SHOW statement_timeout = %q, want %q", tt.timeout, got, tt.want)
+			}
+		})
+	}
+	if def == "12s" || def == "1500ms" {
+		t.Errorf("the server default is %s, one of the values set: the test cannot tell them apart", def)
+	}
+}
+
+func TestStatementTimeoutEndsStatementWithoutClientDeadline(t *testing.T) {
+	t.Parallel()
+	pool := open(t, pg.Options{MaxConns: 1, StatementTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := pool.Exec(context.Background(), "SELECT pg_sleep(5)") // no deadline on the client side
+	took := time.Since(start)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("pg_sleep(5) under a 300ms statement_timeout = %v, want SQLSTATE 57014", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("pg_sleep(5) ended after %v, want about 300ms", took)
+	}
+	// The connection survives and serves the next statement.
+	var one int
+	if err := pool.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Errorf("SELECT 1 after the timeout = %d, %v; want 1, nil", one, err)
+	}
+}
+
+func TestNoStatementTimeoutLetsLongStatementsRun(t *testing.T) {
+	t.Parallel()
+	if def := serverDefault(t); def != "0" {
+		t.Fatalf("the server's statement_timeout is %s: this test needs the default 0", def)
+	}
+	pool := open(t, pg.Options{MaxConns: 1})
+	if _, err := pool.Exec(context.Background(), "SELECT pg_sleep(0.5)"); err != nil {
+		t.Errorf("pg_sleep(0.5) without a statement_timeout = %v, want nil", err)
+	}
+}
