@@ -21,7 +21,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -31,22 +30,20 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/bench/internal/demo"
+	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/importer"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -78,7 +75,7 @@ type bench struct {
 
 func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []int, batchConc int) error {
 	ctx := context.Background()
-	dbURL, err := ensureDemoDB(ctx, serverURL, dbName)
+	dbURL, err := demo.EnsureDB(ctx, serverURL, dbName)
 	if err != nil {
 		return err
 	}
@@ -107,122 +104,53 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	defer stop()
+	// Every server process behind the pools loads PostGIS on its first
+	// query: pay that before any side is measured.
+	for _, op := range []load.Op{b.withinSQL(pool, 1000), b.withinAPI(b.base, 1000, maxC), b.withinAPI(inproc, 1000, maxC)} {
+		load.Run(maxC, 2*time.Second, op)
+	}
 
 	fmt.Printf("/within, %v per run, the same random city centres for every side\n", b.dur)
 	fmt.Printf("API: api serve (auth, rate limit, handler); handler: the geofence routes alone on a loopback server in this process\n")
 	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s | %11s %8s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio", "handler r/s", "p99 ms")
 	for _, r := range radii {
 		for _, c := range concs {
-			res := b.medians(c, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c))
+			res := load.Medians(b.runs, c, b.dur, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c))
 			sqlRes, apiRes, hRes := res[0], res[1], res[2]
 			fmt.Printf("range %d %d api %.0f-%.0f sql %.0f-%.0f handler %.0f-%.0f\n", r, c,
-				apiRes.lo, apiRes.hi, sqlRes.lo, sqlRes.hi, hRes.lo, hRes.hi)
+				apiRes.Lo, apiRes.Hi, sqlRes.Lo, sqlRes.Hi, hRes.Lo, hRes.Hi)
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
-				fmt.Sprintf("%d m", r), c, apiRes.rate, apiRes.p50, apiRes.p99, sqlRes.rate, sqlRes.p50, sqlRes.p99,
-				100*apiRes.rate/sqlRes.rate, hRes.rate, hRes.p99, apiRes.errNote()+sqlRes.errNote()+hRes.errNote())
+				fmt.Sprintf("%d m", r), c, apiRes.Rate, apiRes.P50, apiRes.P99, sqlRes.Rate, sqlRes.P50, sqlRes.P99,
+				100*apiRes.Rate/sqlRes.Rate, hRes.Rate, hRes.P99, errNote(apiRes)+errNote(sqlRes)+errNote(hRes))
 		}
 	}
 
 	fmt.Printf("\ncontainment, batches of 1000 random points (lng -180..180, lat -60..75), concurrency %d\n", batchConc)
 	fmt.Printf("%-44s %12s %8s\n", "path", "points/s", "p99 ms")
 	batches := randomBatches(64, 1000)
-	res := b.medians(batchConc, b.batchAPI(batches, batchConc),
+	res := load.Medians(b.runs, batchConc, b.dur, b.batchAPI(batches, batchConc),
 		b.batchSQL(pool, geofence.ContainsBatchSQL, batches), b.batchSQL(pool, geofence.NaiveContainsBatchSQL, batches))
 	api, sub, naive := res[0], res[1], res[2]
 	fmt.Printf("range containment api %.0f-%.0f sql %.0f-%.0f naive %.0f-%.0f\n",
-		api.lo*1000, api.hi*1000, sub.lo*1000, sub.hi*1000, naive.lo*1000, naive.hi*1000)
-	fmt.Printf("%-44s %12.0f %8.1f%s\n", "API POST /geofences/contains (subdivided)", api.rate*1000, api.p99, api.errNote())
-	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.rate*1000, sub.p99, sub.errNote())
-	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.rate*1000, naive.p99, naive.errNote())
-	fmt.Printf("API vs naive: %.1fx\n", api.rate/naive.rate)
+		api.Lo*1000, api.Hi*1000, sub.Lo*1000, sub.Hi*1000, naive.Lo*1000, naive.Hi*1000)
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "API POST /geofences/contains (subdivided)", api.Rate*1000, api.P99, errNote(api))
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.Rate*1000, sub.P99, errNote(sub))
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.Rate*1000, naive.P99, errNote(naive))
+	fmt.Printf("API vs naive: %.1fx\n", api.Rate/naive.Rate)
 	return nil
 }
 
-// result is one run: operations per second and latency percentiles in ms.
-type result struct {
-	rate, p50, p99 float64
-	lo, hi         float64 // the lowest and highest rate of the runs behind a median
-	errs           int64
-	firstErr       string
-}
-
-func (r result) errNote() string {
-	if r.errs == 0 {
+func errNote(r load.Result) string {
+	if r.Errors == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d errors: %s)", r.errs, r.firstErr)
-}
-
-// medians runs each op b.runs times, alternating between them so that
-// drifting load on the machine hits every side alike, and returns for each
-// the run with the median rate.
-func (b *bench) medians(c int, ops ...func(int) error) []result {
-	all := make([][]result, len(ops))
-	for range b.runs {
-		for i, op := range ops {
-			all[i] = append(all[i], b.warmLoad(c, op))
-		}
-	}
-	out := make([]result, len(ops))
-	for i, rs := range all {
-		slices.SortFunc(rs, func(x, y result) int { return cmp.Compare(x.rate, y.rate) })
-		out[i] = rs[len(rs)/2]
-		out[i].lo, out[i].hi = rs[0].rate, rs[len(rs)-1].rate
-	}
-	return out
-}
-
-// warmLoad runs op for a second unmeasured, so that both sides start with
-// their connections open and statements prepared, then measures it.
-func (b *bench) warmLoad(c int, op func(i int) error) result {
-	warm := &bench{dur: time.Second}
-	warm.load(c, op)
-	return b.load(c, op)
-}
-
-// load runs op from c goroutines for b.dur; op gets a sequence number.
-func (b *bench) load(c int, op func(i int) error) result {
-	var seq, errs atomic.Int64
-	var firstErr atomic.Value
-	lat := make([][]time.Duration, c)
-	deadline := time.Now().Add(b.dur)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				if err := op(int(seq.Add(1))); err != nil {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				lat[w] = append(lat[w], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start).Seconds()
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	res := result{errs: errs.Load()}
-	if s, ok := firstErr.Load().(string); ok {
-		res.firstErr = s
-	}
-	if len(all) == 0 {
-		return res
-	}
-	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000 }
-	res.rate, res.p50, res.p99 = float64(len(all))/elapsed, pct(0.50), pct(0.99)
-	return res
+	return fmt.Sprintf(" (%d errors: %s)", r.Errors, r.FirstErr)
 }
 
 // withinSQL runs the service's /within statement for the default page
 // (100 rows) and reads every column, as the service does.
-func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) func(int) error {
-	return func(i int) error {
+func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) load.Op {
+	return func(_, i int) error {
 		p := b.points[i%len(b.points)]
 		sql, args, _ := b.svc.WithinSQL(geofence.WithinQuery{Layer: "places", Lng: p[0], Lat: p[1], Radius: r, Limit: 100})
 		rows, err := pool.Query(context.Background(), sql, args...)
@@ -243,53 +171,44 @@ func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) func(int) error {
 	}
 }
 
-func (b *bench) withinAPI(base string, r float64, c int) func(int) error {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
-	return func(i int) error {
-		p := b.points[i%len(b.points)]
-		u := fmt.Sprintf("%s/within?lng=%s&lat=%s&radius=%s", base, num(p[0]), num(p[1]), num(r))
-		return get(client, u)
-	}
-}
-
-func get(client *http.Client, u string) error {
-	resp, err := client.Get(u)
+func (b *bench) withinAPI(base string, r float64, c int) load.Op {
+	client, err := load.NewClient(base, c)
 	if err != nil {
-		return err
+		panic(err)
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
+	targets := make([]string, len(b.points))
+	for i, p := range b.points {
+		targets[i] = fmt.Sprintf("/within?lng=%s&lat=%s&radius=%s", num(p[0]), num(p[1]), num(r))
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
+	return func(w, i int) error {
+		return ok(client.Get(w, targets[i%len(targets)], nil))
 	}
-	return nil
 }
 
-func (b *bench) batchAPI(batches [][][2]float64, c int) func(int) error {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
-	bodies := make([]string, len(batches))
+func ok(status int, err error) error {
+	if err == nil && status != 200 {
+		err = fmt.Errorf("status %d", status)
+	}
+	return err
+}
+
+func (b *bench) batchAPI(batches [][][2]float64, c int) load.Op {
+	client, err := load.NewClient(b.base, c)
+	if err != nil {
+		panic(err)
+	}
+	bodies := make([][]byte, len(batches))
 	for i, pts := range batches {
-		body, _ := json.Marshal(map[string]any{"points": pts})
-		bodies[i] = string(body)
+		bodies[i], _ = json.Marshal(map[string]any{"points": pts})
 	}
-	return func(i int) error {
-		resp, err := client.Post(b.base+"/geofences/contains", "application/json", strings.NewReader(bodies[i%len(bodies)]))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
+	h := load.Header{"Content-Type: application/json"}
+	return func(w, i int) error {
+		return ok(client.Do(w, "POST", "/geofences/contains", h, bodies[i%len(bodies)]))
 	}
 }
 
-func (b *bench) batchSQL(pool *pgxpool.Pool, sql string, batches [][][2]float64) func(int) error {
-	return func(i int) error {
+func (b *bench) batchSQL(pool *pgxpool.Pool, sql string, batches [][][2]float64) load.Op {
+	return func(_, i int) error {
 		pts := batches[i%len(batches)]
 		lngs, lats := make([]float64, len(pts)), make([]float64, len(pts))
 		for j, p := range pts {
@@ -373,7 +292,7 @@ func (b *bench) startAPI(bin, dbURL, redisURL string, maxConns int) (func(), err
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL,
 		"RATELIMIT_GEOFENCE=100000/1s", // the exact log's largest window
-		"DB_MAX_CONNS="+strconv.Itoa(maxConns+4),
+		"DB_MAX_CONNS="+strconv.Itoa(maxConns+4), "DB_MIN_CONNS="+strconv.Itoa(maxConns+4),
 		"LOG_LEVEL=warn", // no access log line per request
 	)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
@@ -404,65 +323,6 @@ func (b *bench) startAPI(bin, dbURL, redisURL string, maxConns int) (func(), err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// ensureDemoDB creates dbName on the server and loads the demo data into
-// it with the importer, unless it exists; it returns the database's URL.
-func ensureDemoDB(ctx context.Context, serverURL, name string) (string, error) {
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return "", err
-	}
-	admin, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", err
-	}
-	defer admin.Close(ctx)
-	var exists bool
-	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	if exists {
-		return u.String(), nil
-	}
-	fmt.Fprintf(os.Stderr, "creating %s with the demo data...\n", name)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", err
-	}
-	fail := func(err error) (string, error) {
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-		return "", err
-	}
-	pool, err := pg.Open(ctx, u.String(), pg.Options{MaxConns: 2})
-	if err != nil {
-		return fail(err)
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return fail(err)
-	}
-	for _, f := range []struct {
-		path  string
-		layer importer.Layer
-	}{
-		{"data/cities.json.gz", importer.Places},
-		{"data/countries-land-10km.geo.json.gz", importer.Geofences},
-	} {
-		in, err := importer.Open(f.path, nil)
-		if err != nil {
-			return fail(err)
-		}
-		_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
-		in.Close()
-		if err == nil {
-			err = importer.Analyze(ctx, pool, f.layer)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("import %s: %w", f.path, err))
-		}
-	}
-	return u.String(), nil
 }
 
 func ints(s string) []int {

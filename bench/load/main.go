@@ -1,22 +1,23 @@
 // Command load drives HTTP load at a fixed concurrency for a fixed time and
 // prints throughput, latency percentiles and status counts. It only talks
-// to the URLs it is given; the bench scripts point it at loopback.
+// to the URLs it is given (all on one host); the bench scripts point it at
+// loopback. Requests go out through bench/internal/load's lean HTTP/1.1
+// client, one keep-alive connection per worker.
 //
 //	go run ./bench/load -c 32 -d 10s -keys 1000 'http://127.0.0.1:8000/within?lng=13.4&lat=52.5&radius=1000'
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
+	"net/url"
 	"os"
-	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/geogate/geogate/bench/internal/load"
 )
 
 type headerList []string
@@ -43,12 +44,15 @@ func main() {
 	var headers headerList
 	flag.Var(&headers, "H", "extra header 'Name: value' (repeatable)")
 	flag.Parse()
-	urls := flag.Args()
-	if len(urls) == 0 {
+	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: load [flags] URL [URL...]  (URLs are used round-robin)")
 		os.Exit(2)
 	}
-	res := run(*conc, *dur, *keys, headers, urls)
+	res, err := run(*conc, *dur, *keys, headers, flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
 	if *asJSON {
 		_ = json.NewEncoder(os.Stdout).Encode(res)
 		return
@@ -57,68 +61,59 @@ func main() {
 		res.Requests, res.Seconds, res.RPS, res.P50ms, res.P99ms, res.Errors, res.Statuses)
 }
 
-func run(conc int, dur time.Duration, keys int, headers []string, urls []string) Result {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
-
-	var mu sync.Mutex
-	var lat []time.Duration
-	statuses := map[string]int{}
-	errors := 0
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var mine []time.Duration
-			mineStatus := map[string]int{}
-			mineErr := 0
-			for i := w; ctx.Err() == nil; i += conc {
-				req, _ := http.NewRequest("GET", urls[i%len(urls)], nil)
-				for _, h := range headers {
-					if k, v, ok := strings.Cut(h, ":"); ok {
-						req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-					}
-				}
-				if keys > 0 {
-					req.Header.Set("x-api-key", fmt.Sprintf("bench-%d", i%keys))
-				}
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					mineErr++
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				mine = append(mine, time.Since(t0))
-				mineStatus[fmt.Sprint(resp.StatusCode)]++
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			for k, v := range mineStatus {
-				statuses[k] += v
-			}
-			errors += mineErr
-			mu.Unlock()
-		}(w)
+func run(conc int, dur time.Duration, keys int, headers, urls []string) (Result, error) {
+	base, targets, err := split(urls)
+	if err != nil {
+		return Result{}, err
 	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return Result{
-		Requests: len(lat), Seconds: secs, RPS: float64(len(lat)) / secs,
-		P50ms: pct(lat, 0.50), P99ms: pct(lat, 0.99), Errors: errors, Statuses: statuses,
+	client, err := load.NewClient(base, conc)
+	if err != nil {
+		return Result{}, err
 	}
+	defer client.Close()
+	// Every request's header lines are built before the clock starts.
+	var keyHeaders []load.Header
+	for k := range max(keys, 1) {
+		h := load.Header(headers)
+		if keys > 0 {
+			h = append(h[:len(h):len(h)], "x-api-key: bench-"+strconv.Itoa(k))
+		}
+		keyHeaders = append(keyHeaders, h)
+	}
+	statuses := make([]map[int]int, conc)
+	for w := range statuses {
+		statuses[w] = map[int]int{}
+	}
+	r := load.Run(conc, dur, func(w, i int) error {
+		status, err := client.Get(w, targets[i%len(targets)], keyHeaders[i%len(keyHeaders)])
+		if err == nil {
+			statuses[w][status]++
+		}
+		return err
+	})
+	res := Result{Requests: r.Ops, Seconds: r.Seconds, RPS: r.Rate, P50ms: r.P50, P99ms: r.P99, Errors: int(r.Errors), Statuses: map[string]int{}}
+	for _, m := range statuses {
+		for s, n := range m {
+			res.Statuses[strconv.Itoa(s)] += n
+		}
+	}
+	return res, nil
 }
 
-func pct(sorted []time.Duration, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
+// split returns the one scheme://host the URLs share and their request
+// targets (path and query).
+func split(urls []string) (base string, targets []string, err error) {
+	for _, s := range urls {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return "", nil, fmt.Errorf("%q is not an http:// URL", s)
+		}
+		b := u.Scheme + "://" + u.Host
+		if base != "" && b != base {
+			return "", nil, fmt.Errorf("all URLs must share one host: %s and %s", base, b)
+		}
+		base = b
+		targets = append(targets, u.RequestURI())
 	}
-	i := int(float64(len(sorted)-1) * p)
-	return float64(sorted[i].Microseconds()) / 1000
+	return base, targets, nil
 }

@@ -2,8 +2,11 @@
 // p99 for tile sets at z4, z8 and z12 through the HTTP handler with the
 // cache off, next to the identical tile SQL run straight through pgx at
 // the same concurrency; and cached tiles per second and p99 (gzip, served
-// from Redis). The handler runs in this process on a loopback HTTP server
-// (authentication, rate limits and access logs are not in the path). It
+// from Redis) with -c clients and with one client, whose p99 is the
+// latency of a cached tile without queueing behind other clients on the
+// 2 cores. The handler runs in this process on a loopback HTTP server
+// (authentication, rate limits and access logs are not in the path). The
+// cold sides alternate, -runs times each, and medians are printed. It
 // imports the demo data into its own database (-dbname) on first use. Run
 // it from the repository root:
 //
@@ -18,21 +21,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/bench/internal/demo"
+	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/importer"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/tiles"
@@ -45,6 +45,7 @@ func main() {
 	conc := flag.Int("c", 8, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "duration of each run")
 	setSize := flag.Int("n", 256, "tiles per set")
+	runs := flag.Int("runs", 1, "runs of each cold side, alternating; medians are printed (the cached sides run once)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -58,7 +59,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*dbURL, *dbName, *redisURL, *conc, *dur, *setSize); err != nil {
+	if err := run(*dbURL, *dbName, *redisURL, *conc, *dur, *setSize, *runs); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench/tiles:", err)
 		os.Exit(1)
@@ -72,9 +73,9 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSize int) error {
+func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSize, runs int) error {
 	ctx := context.Background()
-	dbURL, err := ensureDemoDB(ctx, serverURL, dbName)
+	dbURL, err := demo.EnsureDB(ctx, serverURL, dbName)
 	if err != nil {
 		return err
 	}
@@ -125,34 +126,44 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc * 2, DisableCompression: true}}
-	fmt.Printf("tiles bench: %d clients, %s per run, %d tiles per set (z4: every tile; z8, z12: the tiles holding most places)\n\n", conc, dur, setSize)
-	fmt.Printf("%-10s %-4s | %12s %9s | %12s %9s | %6s | %12s %9s\n", "layer", "zoom", "API cold t/s", "p99 ms", "pgx SQL t/s", "p99 ms", "ratio", "cached t/s", "p99 ms")
+	coldC, err := load.NewClient(coldURL, conc)
+	if err != nil {
+		return err
+	}
+	warm, err := load.NewClient(warmURL, conc)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("tiles bench: %d clients, %s per run, %d runs, %d tiles per set (z4: every tile; z8, z12: the tiles holding most places)\n\n", conc, dur, runs, setSize)
+	fmt.Printf("%-10s %-4s | %12s %9s | %12s %9s | %6s | %12s %9s | %14s %9s\n", "layer", "zoom", "API cold t/s", "p99 ms", "pgx SQL t/s", "p99 ms", "ratio", "cached t/s", "p99 ms", "1 client t/s", "p99 ms")
 	for _, l := range r.Layers() {
 		for _, z := range []int{4, 8, 12} {
 			set, err := tileSet(ctx, pool, z, setSize)
 			if err != nil {
 				return err
 			}
-			api := measure(conc, dur, func(ctx context.Context, i int) error {
-				return fetch(ctx, client, coldURL+path(l.Name, set[i%len(set)]), false)
-			})
-			raw := measure(conc, dur, func(ctx context.Context, i int) error {
+			targets := make([]string, len(set))
+			for i, t := range set {
+				targets[i] = path(l.Name, t)
+			}
+			res := load.Medians(runs, conc, dur, func(w, i int) error {
+				return fetch(coldC, w, targets[i%len(targets)], nil)
+			}, func(_, i int) error {
 				sql, args := r.SQL(l, set[i%len(set)])
 				var v *int64
 				var mvt []byte
 				return pool.QueryRow(ctx, sql, args...).Scan(&v, &mvt)
 			})
-			for _, t := range set { // warm the cache
-				if err := fetch(ctx, client, warmURL+path(l.Name, t), true); err != nil {
+			api, raw := res[0], res[1]
+			for _, t := range targets { // fill the cache
+				if err := fetch(warm, 0, t, gzip); err != nil {
 					return err
 				}
 			}
-			cached := measure(conc, dur, func(ctx context.Context, i int) error {
-				return fetch(ctx, client, warmURL+path(l.Name, set[i%len(set)]), true)
-			})
-			fmt.Printf("%-10s z%-3d | %12.0f %9.2f | %12.0f %9.2f | %5.0f%% | %12.0f %9.2f%s\n", l.Name, z,
-				api.rps, ms(api.p99), raw.rps, ms(raw.p99), 100*api.rps/raw.rps, cached.rps, ms(cached.p99), errNote(api, raw, cached))
+			cached := load.Medians(1, conc, dur, func(w, i int) error { return fetch(warm, w, targets[i%len(targets)], gzip) })[0]
+			single := load.Medians(1, 1, dur, func(w, i int) error { return fetch(warm, w, targets[i%len(targets)], gzip) })[0]
+			fmt.Printf("%-10s z%-3d | %12.0f %9.2f | %12.0f %9.2f | %5.0f%% | %12.0f %9.2f | %14.0f %9.2f%s\n", l.Name, z,
+				api.Rate, api.P99, raw.Rate, raw.P99, 100*api.Rate/raw.Rate, cached.Rate, cached.P99, single.Rate, single.P99, errNote(api, raw, cached, single))
 		}
 	}
 	return nil
@@ -160,84 +171,30 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 
 func path(layer string, t tiles.Tile) string { return "/tiles/" + layer + "/" + t.String() + ".mvt" }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func errNote(ss ...stats) string {
+func errNote(rs ...load.Result) string {
 	var n int64
-	for _, s := range ss {
-		n += s.errs
+	first := ""
+	for _, r := range rs {
+		n += r.Errors
+		if first == "" {
+			first = r.FirstErr
+		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("  (%d errors)", n)
+	return fmt.Sprintf("  (%d errors: %s)", n, first)
 }
 
-// fetch GETs u and reads the body; 200 and 204 are successes.
-func fetch(ctx context.Context, c *http.Client, u string, gz bool) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	if gz {
-		req.Header.Set("Accept-Encoding", "gzip")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	return nil
-}
+var gzip = load.Header{"Accept-Encoding: gzip"}
 
-type stats struct {
-	n        int
-	rps      float64
-	p99      time.Duration
-	errs     int64
-	firstErr error
-}
-
-// measure runs op from conc goroutines for d; op's i walks the tile set.
-func measure(conc int, d time.Duration, op func(ctx context.Context, i int) error) stats {
-	ctx := context.Background()
-	var next atomic.Int64
-	var errs atomic.Int64
-	lat := make([][]time.Duration, conc)
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				i := int(next.Add(1))
-				t0 := time.Now()
-				if err := op(ctx, i); err != nil {
-					errs.Add(1)
-					continue
-				}
-				lat[w] = append(lat[w], time.Since(t0))
-			}
-		}()
+// fetch GETs target from worker w; 200 and 204 are successes.
+func fetch(c *load.Client, w int, target string, h load.Header) error {
+	status, err := c.Get(w, target, h)
+	if err == nil && status != 200 && status != 204 {
+		err = fmt.Errorf("GET %s: status %d", target, status)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	s := stats{n: len(all), errs: errs.Load()}
-	if len(all) > 0 {
-		s.rps = float64(len(all)) / elapsed.Seconds()
-		s.p99 = all[min(len(all)-1, len(all)*99/100)]
-	}
-	return s
+	return err
 }
 
 // tileSet is every tile of z4, or the n tiles of z holding most places.
@@ -290,63 +247,4 @@ func cleanKeys(rc redis.UniversalClient, prefix string) {
 	for iter.Next(ctx) {
 		rc.Del(ctx, iter.Val())
 	}
-}
-
-// ensureDemoDB returns the URL of database name on the server at
-// serverURL, creating it and loading the demo data when it is missing.
-func ensureDemoDB(ctx context.Context, serverURL, name string) (string, error) {
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return "", err
-	}
-	admin, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", err
-	}
-	defer admin.Close(ctx)
-	var exists bool
-	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	if exists {
-		return u.String(), nil
-	}
-	fmt.Fprintf(os.Stderr, "creating %s with the demo data...\n", name)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", err
-	}
-	pool, err := pg.Open(ctx, u.String(), pg.Options{MaxConns: 2})
-	if err != nil {
-		return "", err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return "", err
-	}
-	if err := loadDemo(ctx, pool); err != nil {
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-		return "", err
-	}
-	return u.String(), nil
-}
-
-// loadDemo imports data/'s cities and countries with the importer.
-func loadDemo(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, f := range []struct {
-		path  string
-		layer importer.Layer
-	}{{"data/cities.json.gz", importer.Places}, {"data/countries-land-10km.geo.json.gz", importer.Geofences}} {
-		in, err := importer.Open(f.path, os.Stdin)
-		if err != nil {
-			return fmt.Errorf("%w (run from the repository root)", err)
-		}
-		_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
-		in.Close()
-		if err != nil {
-			return fmt.Errorf("import %s: %w", f.path, err)
-		}
-	}
-	_, err := pool.Exec(ctx, "ANALYZE places; ANALYZE geofences")
-	return err
 }
