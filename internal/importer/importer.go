@@ -1,8 +1,8 @@
 // Package importer loads GeoJSON FeatureCollections, newline-delimited
 // GeoJSON and JSON arrays of cities records into the places and geofences
 // layers. Input is streamed: memory stays flat whatever the file size.
-// Rows go to PostgreSQL through binary COPY inside one transaction, so an
-// import either loads completely or leaves the layer as it was.
+// Rows go to PostgreSQL through binary COPY; an import either loads
+// completely or leaves the layer as it was.
 package importer
 
 import (
@@ -75,6 +75,11 @@ var ErrEmptyInput = errors.New("input is empty")
 // Import reads features from r and loads them into the layer. A bad
 // feature is returned as a *FeatureError naming its position, and nothing
 // is loaded unless SkipBad is set.
+//
+// Imports of one layer run one at a time. Replacing a layer, or filling an
+// empty one, loads a staging table and swaps it in (see stage) when the
+// layer's definition allows; otherwise, and when appending, the rows go
+// into the layer itself in one transaction.
 func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Result, error) {
 	if _, err := ParseLayer(string(o.Layer)); err != nil {
 		return Result{}, err
@@ -84,16 +89,51 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 		return Result{}, fmt.Errorf("database: %w", err)
 	}
 	defer conn.Release()
+	unlock, err := lockLayer(ctx, conn.Conn(), o.Layer)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	staged, err := canStage(ctx, conn.Conn(), o)
+	if err != nil {
+		return Result{}, err
+	}
+	if staged {
+		return importStaged(ctx, conn.Conn(), pool.Config().ConnConfig, r, o)
+	}
+	return importInPlace(ctx, conn.Conn(), r, o)
+}
+
+// importInPlace loads the rows into the layer itself, in one transaction.
+func importInPlace(ctx context.Context, conn *pgx.Conn, r io.Reader, o Options) (Result, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("database: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	l := &loader{tx: tx, layer: o.Layer}
+	l := &loader{tx: tx, layer: o.Layer, table: pgx.Identifier{string(o.Layer)}.Sanitize()}
 	bulk, proceed, err := l.prepare(ctx, o)
 	if err != nil || !proceed {
 		return Result{NotEmpty: !proceed && err == nil}, err
 	}
+	res, err := l.load(ctx, r, o, bulk)
+	if err != nil {
+		return res, err
+	}
+	if err := l.finish(ctx); err != nil {
+		res.Rows = 0
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		res.Rows = 0
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	return res, nil
+}
+
+// load parses the input and copies its rows into l.table, with ids from
+// the layer's sequence. res.Rows is set only when everything was copied.
+func (l *loader) load(ctx context.Context, r io.Reader, o Options, bulk bool) (Result, error) {
 	src, err := newSource(r)
 	if err != nil {
 		return Result{}, err
@@ -112,12 +152,6 @@ func Import(ctx context.Context, pool *pgxpool.Pool, r io.Reader, o Options) (Re
 	}
 	if copyErr != nil {
 		return res, copyErr
-	}
-	if err := l.finish(ctx); err != nil {
-		return res, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, fmt.Errorf("commit: %w", err)
 	}
 	res.Rows = n
 	return res, nil

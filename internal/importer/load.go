@@ -12,8 +12,9 @@ import (
 type loader struct {
 	tx      pgx.Tx
 	layer   Layer
+	table   string   // where COPY writes, quoted: the layer or its staging table
 	indexes []string // statements recreating what a bulk load dropped
-	seq     string   // the id column's sequence
+	seq     string   // the layer's id sequence
 }
 
 // prepare locks the layer and decides how to load it. A bulk load (the
@@ -119,10 +120,10 @@ func (l *loader) firstID(ctx context.Context) (int64, error) {
 
 // copy streams the rows through binary COPY, then moves the id sequence
 // past the ids used. A bulk load freezes the rows as it writes them (the
-// table was truncated in this transaction), which spares the index builds
-// and the first readers the visibility bookkeeping.
+// table was created or truncated in this transaction), which spares the
+// index builds and the first readers the visibility bookkeeping.
 func (l *loader) copy(ctx context.Context, p *pipeline, bulk bool, first int64) (int64, error) {
-	sql := "COPY " + pgx.Identifier{string(l.layer)}.Sanitize() + " (id, name, properties, geom) FROM STDIN (FORMAT binary"
+	sql := "COPY " + l.table + " (id, name, properties, geom) FROM STDIN (FORMAT binary"
 	if bulk {
 		sql += ", FREEZE"
 	}

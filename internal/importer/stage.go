@@ -1,0 +1,382 @@
+package importer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// A staged import fills a layer that is replaced or empty in three steps:
+//
+//  1. One transaction creates a staging table like the layer, without its
+//     indexes, and copies the rows into it (COPY FREEZE). Nobody reads it.
+//  2. The layer's indexes are built on the staging table in parallel, one
+//     connection each: in a single transaction they would be built one
+//     after the other, and the GiST index on geom::geography, which
+//     PostGIS builds by insertion, alone takes as long as the others.
+//  3. One short transaction locks the layer, drops it, renames the staging
+//     table, its indexes and its id sequence to the layer's names and
+//     recreates the layer's triggers. Readers wait for that lock only, and
+//     see the old rows or the new ones.
+//
+// Any failure drops the staging table; one left by a crash is dropped by
+// the next import of the layer. Only layers whose definition the swap can
+// carry over take this path (see stageableSQL): others, such as geofences
+// with their row triggers keeping geofence_parts, load in place.
+
+// stagingTable names the staging table of a layer.
+func stagingTable(l Layer) string { return string(l) + "_import_staging" }
+
+// buildMemory is maintenance_work_mem for each index build; the builds run
+// at the same time.
+const buildMemory = "128MB"
+
+// lockLayer takes a session advisory lock that lets one import of the
+// layer run at a time, across the transactions of a staged import. The
+// returned func releases it; if that fails the connection is closed, which
+// releases it too.
+func lockLayer(ctx context.Context, conn *pgx.Conn, l Layer) (unlock func(), err error) {
+	key := "geogate import " + string(l)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", key); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", l, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", key); err != nil {
+			conn.Close(ctx) //nolint:errcheck // the pool discards a closed connection
+		}
+	}, nil
+}
+
+// stageableSQL reports whether a swap keeps everything that defines the
+// layer $1: a plain table owned by the current user, without grants,
+// storage options, row security, rules, inheritance, publications or
+// foreign keys; its triggers enabled, statement-level and without
+// transition tables (a row trigger must see each row: it runs in place);
+// nothing else depending on it (a view, a function body); an id sequence.
+const stageableSQL = `
+SELECT c.relkind = 'r' AND NOT c.relrowsecurity AND c.relacl IS NULL AND c.reloptions IS NULL
+  AND c.reltablespace = 0 AND c.relreplident = 'd'
+  AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+  AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid
+    AND (t.tgisinternal OR t.tgenabled <> 'O' OR t.tgtype & 1 = 1
+         OR t.tgoldtable IS NOT NULL OR t.tgnewtable IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint f
+    WHERE f.confrelid = c.oid OR (f.conrelid = c.oid AND f.contype NOT IN ('p', 'u', 'c', 'n')))
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d
+    WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
+      AND d.classid NOT IN ('pg_class'::regclass, 'pg_constraint'::regclass, 'pg_trigger'::regclass,
+                            'pg_attrdef'::regclass, 'pg_type'::regclass, 'pg_statistic_ext'::regclass))
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d
+    WHERE d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype AND d.classid <> 'pg_type'::regclass)
+  AND NOT EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid)
+  AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid OR i.inhparent = c.oid)
+  AND NOT EXISTS (SELECT 1 FROM pg_publication_rel p WHERE p.prrelid = c.oid)
+  AND pg_get_serial_sequence($1, 'id') IS NOT NULL
+FROM pg_class c WHERE c.oid = $1::regclass`
+
+// canStage drops a staging table left by a crashed import (the caller
+// holds the layer's import lock) and reports whether this import is
+// staged: the layer is replaced, or is empty, and stageableSQL allows it.
+func canStage(ctx context.Context, conn *pgx.Conn, o Options) (bool, error) {
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{stagingTable(o.Layer)}.Sanitize()); err != nil {
+		return false, fmt.Errorf("drop staging table: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, stageableSQL, string(o.Layer)).Scan(&ok); err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	if !ok || o.Replace {
+		return ok, nil
+	}
+	// Rows may arrive before the swap: it looks again under its lock.
+	var empty bool
+	table := pgx.Identifier{string(o.Layer)}.Sanitize()
+	if err := conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+table+")").Scan(&empty); err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	return empty, nil
+}
+
+// stager carries a staged import from the staging table to the swap.
+type stager struct {
+	conn    *pgx.Conn
+	cfg     *pgx.ConnConfig // for the connections of the index builds
+	layer   Layer
+	table   string   // the layer, quoted
+	staging string   // the staging table, quoted
+	builds  []string // statements building the layer's indexes on the staging table
+	renames []string // statements giving them the layer's names after the swap
+}
+
+func importStaged(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, r io.Reader, o Options) (res Result, err error) {
+	s := &stager{
+		conn:    conn,
+		cfg:     cfg,
+		layer:   o.Layer,
+		table:   pgx.Identifier{string(o.Layer)}.Sanitize(),
+		staging: pgx.Identifier{stagingTable(o.Layer)}.Sanitize(),
+	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			s.drop(ctx)
+		}
+	}()
+	res, err = s.load(ctx, r, o)
+	if err != nil {
+		return res, err
+	}
+	if err := s.build(ctx); err != nil {
+		res.Rows = 0
+		return res, err
+	}
+	notEmpty, err := s.swap(ctx, o)
+	if err != nil || notEmpty {
+		return Result{NotEmpty: notEmpty}, err
+	}
+	swapped = true
+	return res, nil
+}
+
+// load creates the staging table and copies the rows into it, in one
+// transaction.
+func (s *stager) load(ctx context.Context, r io.Reader, o Options) (Result, error) {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("database: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		return Result{}, fmt.Errorf("database: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE TABLE "+s.staging+" (LIKE "+s.table+" INCLUDING ALL EXCLUDING INDEXES)"); err != nil {
+		return Result{}, fmt.Errorf("create staging table: %w", err)
+	}
+	if err := s.plan(ctx, tx); err != nil {
+		return Result{}, err
+	}
+	l := &loader{tx: tx, layer: o.Layer, table: s.staging}
+	res, err := l.load(ctx, r, o, true)
+	if err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		res.Rows = 0
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	return res, nil
+}
+
+// stagedIndexesSQL lists the layer's primary key and unique constraints,
+// then its other indexes: kind ('c' or 'i'), name, and the definition
+// (the constraint's, or the index's from USING on).
+const stagedIndexesSQL = `
+SELECT 'c', c.conname::text, pg_get_constraintdef(c.oid)
+FROM pg_constraint c
+WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u')
+UNION ALL
+SELECT CASE WHEN i.indisunique THEN 'u' ELSE 'i' END, ic.relname::text, pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+WHERE i.indrelid = $1::regclass
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`
+
+// plan lists the statements that build the layer's indexes on the staging
+// table under temporary names, and those that rename them after the swap.
+func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, stagedIndexesSQL, string(s.layer))
+	if err != nil {
+		return fmt.Errorf("list indexes: %w", err)
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		var kind, name, def string
+		if err := rows.Scan(&kind, &name, &def); err != nil {
+			return fmt.Errorf("list indexes: %w", err)
+		}
+		tmp := pgx.Identifier{fmt.Sprintf("%s_%d", stagingTable(s.layer), i)}.Sanitize()
+		final := pgx.Identifier{name}.Sanitize()
+		switch kind {
+		case "c":
+			s.builds = append(s.builds, "ALTER TABLE "+s.staging+" ADD CONSTRAINT "+tmp+" "+def)
+			s.renames = append(s.renames, "ALTER TABLE "+s.table+" RENAME CONSTRAINT "+tmp+" TO "+final)
+		default:
+			_, using, ok := strings.Cut(def, " USING ")
+			if !ok {
+				return fmt.Errorf("index %s: unexpected definition", name)
+			}
+			unique := ""
+			if kind == "u" {
+				unique = "UNIQUE "
+			}
+			s.builds = append(s.builds, "CREATE "+unique+"INDEX "+tmp+" ON "+s.staging+" USING "+using)
+			s.renames = append(s.renames, "ALTER INDEX "+tmp+" RENAME TO "+final)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list indexes: %w", err)
+	}
+	return nil
+}
+
+// build runs the index builds at the same time, each on a connection of
+// its own, and stops them all at the first failure.
+func (s *stager) build(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stmt := range s.builds {
+		g.Go(func() error {
+			conn, err := pgx.ConnectConfig(gctx, s.cfg)
+			if err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			defer conn.Close(context.WithoutCancel(gctx)) //nolint:errcheck // nothing left to do on it
+			if _, err := conn.Exec(gctx, "SET maintenance_work_mem = '"+buildMemory+"'"); err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			if _, err := conn.Exec(gctx, "SET synchronous_commit = off"); err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			if _, err := conn.Exec(gctx, stmt); err != nil {
+				return fmt.Errorf("build index: %w", err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// swap puts the staging table in the layer's place in one transaction.
+// An import that was not a replace finds the layer empty, as canStage saw
+// it, or appends the staged rows; or, with IfEmpty, reports notEmpty and
+// leaves the layer alone.
+func (s *stager) swap(ctx context.Context, o Options) (notEmpty bool, err error) {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+s.table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		return false, fmt.Errorf("lock %s: %w", s.layer, err)
+	}
+	if !o.Replace {
+		var empty bool
+		if err := tx.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+s.table+")").Scan(&empty); err != nil {
+			return false, fmt.Errorf("database: %w", err)
+		}
+		if !empty {
+			if o.IfEmpty {
+				return true, nil
+			}
+			return false, s.appendStaged(ctx, tx)
+		}
+	}
+	stmts, err := s.swapStatements(ctx, tx, o.Replace)
+	if err != nil {
+		return false, err
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return false, fmt.Errorf("swap %s: %w", s.layer, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("commit: %w", err)
+	}
+	return false, nil
+}
+
+// swapTriggersSQL recreates the layer's triggers and its comment; run
+// after the rename, the definitions name the new table.
+const swapTriggersSQL = `
+SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t WHERE t.tgrelid = $1::regclass AND NOT t.tgisinternal
+UNION ALL
+SELECT format('COMMENT ON TABLE %s IS %L', $1::regclass, d)
+FROM obj_description($1::regclass, 'pg_class') d WHERE d IS NOT NULL`
+
+// swapStatements lists the swap: the staging table's id sequence moves
+// past every id the layer's gave out; a replace truncates the layer first,
+// so that its TRUNCATE triggers fire as for an in-place replace (the tile
+// version bumps); the layer is dropped and the staging table, its indexes
+// and sequence take its names; its triggers are recreated, and an insert
+// of no rows fires its statement-level INSERT triggers, as COPY would.
+func (s *stager) swapStatements(ctx context.Context, tx pgx.Tx, replace bool) ([]string, error) {
+	layer, staging := string(s.layer), stagingTable(s.layer)
+	var seqName string
+	err := tx.QueryRow(ctx, `
+SELECT s.relname::text, setval(pg_get_serial_sequence($2, 'id'), nextval(pg_get_serial_sequence($1, 'id')))
+FROM pg_class s WHERE s.oid = pg_get_serial_sequence($1, 'id')::regclass`, layer, staging).Scan(&seqName, nil)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	var stmts []string
+	if replace {
+		stmts = append(stmts, "TRUNCATE "+s.table)
+	}
+	stmts = append(stmts, "DROP TABLE "+s.table, "ALTER TABLE "+s.staging+" RENAME TO "+s.table)
+	stmts = append(stmts, s.renames...)
+	var seq string
+	if err := tx.QueryRow(ctx, "SELECT pg_get_serial_sequence($1, 'id')", staging).Scan(&seq); err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	// pg_get_serial_sequence quotes the name it returns.
+	stmts = append(stmts, "ALTER SEQUENCE "+seq+" RENAME TO "+pgx.Identifier{seqName}.Sanitize())
+	rows, err := tx.Query(ctx, swapTriggersSQL, layer)
+	if err != nil {
+		return nil, fmt.Errorf("list triggers: %w", err)
+	}
+	recreate, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list triggers: %w", err)
+	}
+	stmts = append(stmts, recreate...)
+	return append(stmts, "INSERT INTO "+s.table+" OVERRIDING SYSTEM VALUE SELECT * FROM "+s.table+" WHERE false"), nil
+}
+
+// appendStaged adds the staged rows to a layer that filled up during the
+// import, and drops the staging table.
+func (s *stager) appendStaged(ctx context.Context, tx pgx.Tx) error {
+	var cols string
+	err := tx.QueryRow(ctx, `
+SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, stagingTable(s.layer)).Scan(&cols)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	stmts := []string{
+		"INSERT INTO " + s.table + " (" + cols + ") OVERRIDING SYSTEM VALUE SELECT " + cols + " FROM " + s.staging,
+		"DROP TABLE " + s.staging,
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("append to %s: %w", s.layer, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// drop removes the staging table after a failure, if it was created. A
+// failed COPY may have closed the import's connection: a new one does it
+// then. If even that fails, the next import of the layer drops it.
+func (s *stager) drop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	conn := s.conn
+	if conn.IsClosed() {
+		c, err := pgx.ConnectConfig(ctx, s.cfg)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx) //nolint:errcheck // nothing left to do on it
+		conn = c
+	}
+	conn.Exec(ctx, "DROP TABLE IF EXISTS "+s.staging) //nolint:errcheck // see above
+}
