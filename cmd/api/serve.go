@@ -38,6 +38,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := newLogger(stdout, cfg.Server.LogLevel)
 	rdb.SetLogger(log)
+	if cfg.Server.PprofAddr != "" {
+		stopPprof, err := startPprof(cfg.Server.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	deps, closeDeps, err := openDeps(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -107,12 +114,13 @@ type deps struct {
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, func(), error) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
-	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns), AppName: "geogate"})
+	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
+		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout})
 	if err != nil {
 		return deps{}, nil, err
 	}
 	if cfg.DB.MigrateOnStart {
-		if err := pg.Migrate(sctx, pool, log); err != nil {
+		if err := migrateOnStart(sctx, cfg.DB.URL, log); err != nil {
 			pool.Close()
 			return deps{}, nil, err
 		}
@@ -127,6 +135,17 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 		pool.Close()
 	}
 	return deps{db: pool, redis: rc, draining: new(atomic.Bool)}, closeAll, nil
+}
+
+// migrateOnStart applies migrations through a short-lived pool of its own:
+// a migration may run longer than the serving pool's statement_timeout.
+func migrateOnStart(ctx context.Context, url string, log *slog.Logger) error {
+	pool, err := pg.Open(ctx, url, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return pg.Migrate(ctx, pool, log)
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
