@@ -1,0 +1,255 @@
+package importer_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/importer"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// layerShape is what defines a layer besides its rows: what a swap must
+// carry over.
+const layerShapeSQL = `
+SELECT 'index ' || indexdef FROM pg_indexes WHERE tablename = $1
+UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal
+UNION ALL SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass
+UNION ALL SELECT 'sequence ' || pg_get_serial_sequence($1, 'id')
+UNION ALL SELECT 'column ' || attname || ' ' || format_type(atttypid, atttypmod) || ' ' || attnotnull || ' ' || attidentity::text
+  || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+  FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped
+UNION ALL SELECT 'table ' || relname FROM pg_class WHERE relname LIKE $1 || '%staging%'
+ORDER BY 1`
+
+func layerShape(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), layerShapeSQL, string(layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shape
+}
+
+func tileVersion(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) int64 {
+	t.Helper()
+	var v int64
+	if err := pool.QueryRow(context.Background(), "SELECT version FROM tile_versions WHERE tbl = $1", string(layer)).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestImportKeepsLayerDefinition replaces and fills layers, also after
+// failures, and checks that the layer keeps its indexes, constraints,
+// triggers, columns and id sequence, that no staging table is left, that
+// the tile version moves on exactly when rows changed, and that the
+// triggers still fire for writes after the import.
+func TestImportKeepsLayerDefinition(t *testing.T) {
+	const (
+		one = `[{"name":"one","lat":"1","lng":"1"}]`
+		two = `[{"name":"two","lat":"2","lng":"2"},{"name":"three","lat":"3","lng":"3"}]`
+		bad = `[{"name":"four","lat":"4","lng":"4"},{"name":"five","lat":"95","lng":"5"}]`
+	)
+	tests := []struct {
+		name       string
+		first      string
+		then       string
+		o          importer.Options
+		wantErr    bool
+		wantBumped bool
+	}{
+		{"replace", one, two, importer.Options{Replace: true}, false, true},
+		{"replace with a bad feature", one, bad, importer.Options{Replace: true}, true, false},
+		{"fill an empty layer", "", two, importer.Options{}, false, true},
+		{"fill an empty layer with a bad feature", "", bad, importer.Options{}, true, false},
+		{"if-empty on a full layer", one, two, importer.Options{IfEmpty: true}, false, false},
+		{"append", one, two, importer.Options{}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pool := testenv.DB(t)
+			want := layerShape(t, pool, importer.Places)
+			if tt.first != "" {
+				if _, err := importString(t, pool, tt.first, importer.Options{Layer: importer.Places}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := tileVersion(t, pool, importer.Places)
+			tt.o.Layer = importer.Places
+			if _, err := importString(t, pool, tt.then, tt.o); (err != nil) != tt.wantErr {
+				t.Fatalf("Import() error = %v, want error %v", err, tt.wantErr)
+			}
+			after := tileVersion(t, pool, importer.Places)
+			if bumped := after > before; bumped != tt.wantBumped {
+				t.Errorf("tile version %d -> %d, want bumped %v", before, after, tt.wantBumped)
+			}
+			if diff := cmp.Diff(want, layerShape(t, pool, importer.Places)); diff != "" {
+				t.Errorf("layer definition changed (-before +after):\n%s", diff)
+			}
+			mustExec(t, pool, `INSERT INTO places (name, geom) VALUES ('later', ST_SetSRID(ST_MakePoint(0, 0), 4326))`)
+			if v := tileVersion(t, pool, importer.Places); v <= after {
+				t.Errorf("tile version after an insert = %d, want more than %d", v, after)
+			}
+		})
+	}
+}
+
+// TestImportDropsLeftStagingTable leaves a staging table behind, as a
+// crash would, and checks that the next import drops it.
+func TestImportDropsLeftStagingTable(t *testing.T) {
+	pool := testenv.DB(t)
+	mustExec(t, pool, "CREATE TABLE places_import_staging (LIKE places INCLUDING ALL)")
+	mustExec(t, pool, "INSERT INTO places_import_staging (name, geom) VALUES ('stale', ST_SetSRID(ST_MakePoint(0, 0), 4326))")
+	if _, err := importString(t, pool, `[{"name":"new","lat":"1","lng":"1"}]`, importer.Options{Layer: importer.Places, Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range readLayer(t, pool, importer.Places) {
+		names = append(names, s.Name)
+	}
+	if diff := cmp.Diff([]string{"new"}, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	var left int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_class WHERE relname LIKE 'places_import_staging%'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d staging relations left, %v; want 0", left, err)
+	}
+}
+
+// TestImportReplaceInPlace checks the layers a swap cannot carry over:
+// one a view depends on, and geofences, whose row triggers keep
+// geofence_parts. They are replaced in place, with the same guarantees.
+func TestImportReplaceInPlace(t *testing.T) {
+	t.Run("a view on places", func(t *testing.T) {
+		t.Parallel()
+		pool := testenv.DB(t)
+		mustExec(t, pool, "CREATE VIEW place_names AS SELECT name FROM places")
+		for _, input := range []string{`[{"name":"a","lat":"1","lng":"1"}]`, `[{"name":"b","lat":"1","lng":"1"},{"name":"c","lat":"2","lng":"2"}]`} {
+			if _, err := importString(t, pool, input, importer.Options{Layer: importer.Places, Replace: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var names string
+		if err := pool.QueryRow(context.Background(), "SELECT string_agg(name, ',' ORDER BY name) FROM place_names").Scan(&names); err != nil || names != "b,c" {
+			t.Errorf("view reads %q, %v; want b,c", names, err)
+		}
+	})
+	t.Run("geofence_parts", func(t *testing.T) {
+		t.Parallel()
+		pool := testenv.DB(t)
+		square := func(name string, x int) string {
+			return fmt.Sprintf(`{"type":"Feature","properties":{"name":%q},"geometry":{"type":"Polygon","coordinates":[[[%d,0],[%d,0],[%d,1],[%d,1],[%d,0]]]}}`,
+				name, x, x+1, x+1, x, x)
+		}
+		before := tileVersion(t, pool, importer.Geofences)
+		for _, input := range []string{square("a", 0) + "\n" + square("b", 2), square("c", 4) + "\n" + square("d", 6) + "\n" + square("e", 8)} {
+			if _, err := importString(t, pool, input, importer.Options{Layer: importer.Geofences, Replace: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if after := tileVersion(t, pool, importer.Geofences); after <= before {
+			t.Errorf("geofences tile version %d -> %d, want bumped", before, after)
+		}
+		// Every fence has parts, and every part a fence, covering it.
+		var fences, partFences, orphans, uncovered int
+		err := pool.QueryRow(context.Background(), `
+SELECT (SELECT count(*) FROM geofences),
+       (SELECT count(DISTINCT fence_id) FROM geofence_parts),
+       (SELECT count(*) FROM geofence_parts p WHERE NOT EXISTS (SELECT 1 FROM geofences g WHERE g.id = p.fence_id)),
+       (SELECT count(*) FROM geofences g WHERE NOT ST_Equals(g.geom,
+          (SELECT ST_Union(p.geom) FROM geofence_parts p WHERE p.fence_id = g.id)))`).Scan(&fences, &partFences, &orphans, &uncovered)
+		if err != nil || fences != 3 || partFences != 3 || orphans != 0 || uncovered != 0 {
+			t.Errorf("fences %d, fences with parts %d, orphan parts %d, fences not covered by their parts %d, %v; want 3, 3, 0, 0",
+				fences, partFences, orphans, uncovered, err)
+		}
+	})
+}
+
+// TestImportReplaceReadersDuringSwap runs proximity queries, plain and
+// prepared, through the geography index while --replace swaps the layer
+// several times: every answer counts the old rows or the new ones, never
+// an error.
+func TestImportReplaceReadersDuringSwap(t *testing.T) {
+	pool := testenv.DB(t)
+	ctx := context.Background()
+	gen := func(n int, name string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `{"type":"Feature","properties":{"name":%q},"geometry":{"type":"Point","coordinates":[%g,%g]}}`+"\n",
+				name, float64(i%100)/1000, float64(i/100)/1000)
+		}
+		return b.String()
+	}
+	sizes := map[string]int{"a": 2000, "b": 3000}
+	if _, err := importString(t, pool, gen(sizes["a"], "a"), importer.Options{Layer: importer.Places}); err != nil {
+		t.Fatal(err)
+	}
+	const near = `SELECT min(name), count(*) FROM places
+WHERE ST_DWithin(geom::geography, ST_SetSRID(ST_MakePoint(0, 0), 4326)::geography, $1)`
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var name string
+				var n int
+				err := pool.QueryRow(ctx, near, mode, 1e6).Scan(&name, &n)
+				key := fmt.Sprintf("%s=%d", name, n)
+				if err != nil {
+					key = "error: " + err.Error()
+				}
+				mu.Lock()
+				seen[key]++
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range 4 {
+		name := []string{"b", "a"}[i%2]
+		if _, err := importString(t, pool, gen(sizes[name], name), importer.Options{Layer: importer.Places, Replace: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("reads: %v", seen)
+	reads := 0
+	for k, n := range seen {
+		reads += n
+		if k != "a=2000" && k != "b=3000" {
+			t.Errorf("readers saw %q %d times, want only a=2000 or b=3000", k, n)
+		}
+	}
+	if reads < 10 {
+		t.Errorf("%d reads during the imports, want at least 10", reads)
+	}
+}
