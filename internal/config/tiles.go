@@ -18,6 +18,9 @@ type Tiles struct {
 	// Cache turns the Redis tile cache on; TTL is how long a tile lives.
 	Cache    bool
 	CacheTTL time.Duration
+	// MemoryCacheBytes of hot tiles are also kept in each process, in
+	// front of Redis; 0 keeps none.
+	MemoryCacheBytes int64
 	// CacheControl is the Cache-Control header of tile responses.
 	CacheControl string
 	// RenderTimeout bounds one tile query.
@@ -69,13 +72,14 @@ var builtinTileLayers = map[string]TileLayer{
 
 func loadTiles(r *reader) Tiles {
 	t := Tiles{
-		Extent:        r.integer("TILES_EXTENT", 4096, 256, 16384),
-		Buffer:        r.integer("TILES_BUFFER", 64, 0, 1024),
-		Cache:         r.boolean("TILES_CACHE", true),
-		CacheTTL:      r.duration("TILES_CACHE_TTL", 24*time.Hour),
-		CacheControl:  r.str("TILES_CACHE_CONTROL", "public, max-age=60"),
-		RenderTimeout: r.duration("TILES_RENDER_TIMEOUT", 10*time.Second),
-		PublicURL:     strings.TrimRight(r.str("TILES_PUBLIC_URL", ""), "/"),
+		Extent:           r.integer("TILES_EXTENT", 4096, 256, 16384),
+		Buffer:           r.integer("TILES_BUFFER", 64, 0, 1024),
+		Cache:            r.boolean("TILES_CACHE", true),
+		CacheTTL:         r.duration("TILES_CACHE_TTL", 24*time.Hour),
+		MemoryCacheBytes: int64(r.integer("TILES_MEMORY_CACHE_MB", 64, 0, 1<<20)) << 20,
+		CacheControl:     r.str("TILES_CACHE_CONTROL", "public, max-age=60"),
+		RenderTimeout:    r.duration("TILES_RENDER_TIMEOUT", 10*time.Second),
+		PublicURL:        strings.TrimRight(r.str("TILES_PUBLIC_URL", ""), "/"),
 	}
 	if t.PublicURL != "" {
 		r.urlWithScheme("TILES_PUBLIC_URL", t.PublicURL, "http", "https")

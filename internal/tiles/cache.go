@@ -30,6 +30,8 @@ type Cache struct {
 	// failed, so that an outage costs one timeout per second, not one per
 	// request.
 	downUntil atomic.Int64
+	// mem holds hot tiles in process; nil when turned off.
+	mem *memCache
 }
 
 // cooldown is how long Redis is skipped after an error.
@@ -42,10 +44,11 @@ type entry struct {
 	Gzip []byte
 }
 
-// NewCache returns a Cache in rdb under keys starting with prefix. Each
-// Redis call is bounded by timeout.
-func NewCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration) *Cache {
-	return &Cache{rdb: rdb, versions: versions, prefix: prefix, ttl: ttl, timeout: timeout}
+// NewCache returns a Cache in rdb under keys starting with prefix, with
+// up to memBytes of hot tiles also kept in process (0: none). Each Redis
+// call is bounded by timeout.
+func NewCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
+	return &Cache{rdb: rdb, versions: versions, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
 }
 
 func (c *Cache) key(layer string, version int64, t Tile, scopeHash string) string {
@@ -76,9 +79,24 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	key := c.key(l.Name, version, t, scopeHash)
+	if e, ok := c.mem.get(key); ok {
+		// The copy in memory is good while no replica has published a
+		// newer version; reading that is the one round trip.
+		shared, err := c.rdb.Get(ctx, c.versions.key(l.Table)).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
+		}
+		if shared <= version {
+			if shared < version {
+				_ = c.versions.publish(ctx, l.Table, version)
+			}
+			return e, version, true, nil
+		}
+	}
 	pipe := c.rdb.Pipeline()
 	verCmd := pipe.Get(ctx, c.versions.key(l.Table))
-	tileCmd := pipe.Get(ctx, c.key(l.Name, version, t, scopeHash))
+	tileCmd := pipe.Get(ctx, key)
 	_, err = pipe.Exec(ctx)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
@@ -90,15 +108,15 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 		// heard of: the tile fetched is stale, look up the current one.
 		c.versions.raise(l.Table, shared)
 		version = shared
-		b, err := c.rdb.Get(ctx, c.key(l.Name, version, t, scopeHash)).Bytes()
+		key = c.key(l.Name, version, t, scopeHash)
+		b, err := c.rdb.Get(ctx, key).Bytes()
 		if errors.Is(err, redis.Nil) {
 			return entry{}, version, false, nil
 		}
 		if err != nil {
 			return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
 		}
-		e, ok = decodeEntry(b)
-		return e, version, ok, nil
+		return c.decode(key, b, version)
 	case shared < version:
 		// Redis lost or never had the version (restart, eviction).
 		_ = c.versions.publish(ctx, l.Table, version)
@@ -107,7 +125,15 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	if err != nil {
 		return entry{}, version, false, nil
 	}
-	e, ok = decodeEntry(b)
+	return c.decode(key, b, version)
+}
+
+// decode reads a tile fetched from Redis and keeps it in memory too.
+func (c *Cache) decode(key string, b []byte, version int64) (entry, int64, bool, error) {
+	e, ok := decodeEntry(b)
+	if ok {
+		c.mem.put(key, e)
+	}
 	return e, version, ok, nil
 }
 
@@ -184,12 +210,14 @@ func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, ver
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	key := c.key(l.Name, version, t, scopeHash)
 	pipe := c.rdb.Pipeline()
 	versionMax.Eval(ctx, pipe, []string{c.versions.key(l.Table)}, version)
-	pipe.Set(ctx, c.key(l.Name, version, t, scopeHash), encodeEntry(e), c.ttl)
+	pipe.Set(ctx, key, encodeEntry(e), c.ttl)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return c.failed(fmt.Errorf("tile cache set: %w", err))
 	}
+	c.mem.put(key, e)
 	return nil
 }
 

@@ -64,7 +64,7 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	}
 	go h.versions.Run(ctx)
 	if rdb != nil {
-		h.o.Cache = NewCache(rdb, h.versions, d.KeyPrefix, cfg.CacheTTL, d.RedisTimeout)
+		h.o.Cache = NewCache(rdb, h.versions, d.KeyPrefix, cfg.CacheTTL, d.RedisTimeout, cfg.MemoryCacheBytes)
 	}
 	h.o.CacheControl = cfg.CacheControl
 	h.o.RenderTimeout = cfg.RenderTimeout
