@@ -46,7 +46,8 @@ local admitted = 1
 for i = 1, n do
   local limit = tonumber(ARGV[2 + 2 * i])
   local period = tonumber(ARGV[3 + 2 * i])
-  local c = redis.call('ZCOUNT', key, '(' .. int(now - period), '+inf')
+  local c = total -- one window: the trim above left exactly its units
+  if n > 1 then c = redis.call('ZCOUNT', key, '(' .. int(now - period), '+inf') end
   counts[i] = c
   if c + cost > limit then admitted = 0 end
 end
