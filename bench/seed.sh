@@ -18,11 +18,22 @@
 # Prints a Markdown table, writes it to bench/results/seed.md and prints one
 # "RESULT seed ..." line per case for scripts/bench.sh.
 #   SEED_PYTHON (/usr/bin/python3), SEED_CONC (32), SEED_DUR (5s), SEED_TRIALS (3), SEED_DBNAME
-#   (geogate_geofence_bench, created with the demo data when missing) tune it.
+#   (geogate_geofence_bench, created with the demo data when missing) tune it;
+#   SEED_RESULTS (bench/results) is where the table, logs and profiles go.
+# BENCH_PROFILE=1 adds two untimed geogate trials per case, each writing
+# profiles of api serve under that load to $SEED_RESULTS:
+#   - perf call graphs (Go and kernel side): api-<case>.perf.prof, top
+#     symbols in api-<case>.top.txt (when perf is installed);
+#   - Go's own profiles through PPROF_ADDR (a loopback port): the CPU
+#     profile of the trial, api-<case>.cpu.prof, and what it allocated
+#     (the allocs profile after the trial minus the one before it),
+#     api-<case>.allocs.prof; `go tool pprof -top` of each in
+#     api-<case>.cpu.top.txt and api-<case>.allocs.top.txt (alloc_space).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 conc=${SEED_CONC:-32}
+res=${SEED_RESULTS:-bench/results}
 dur=${SEED_DUR:-5s}
 trials=${SEED_TRIALS:-3}
 dbname=${SEED_DBNAME:-geogate_geofence_bench}
@@ -60,16 +71,19 @@ fi
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 api_port=$(free_port)
 seed_port=$(free_port)
+pprof_addr=""
+[ "${BENCH_PROFILE:-}" = 1 ] && pprof_addr=127.0.0.1:$(free_port)
+mkdir -p "$res"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
 DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$((conc + 4)) \
-  bin/api serve --port "$api_port" >/dev/null 2>bench/results/seed-api.log &
+  PPROF_ADDR=$pprof_addr bin/api serve --port "$api_port" >/dev/null 2>"$res/seed-api.log" &
 pids+=($!)
 DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 \
   "$py" -m uvicorn app:app --app-dir bench/seedapp --host 127.0.0.1 --port "$seed_port" \
-  --workers 1 --log-level warning --no-access-log >/dev/null 2>bench/results/seed-uvicorn.log &
+  --workers 1 --log-level warning --no-access-log >/dev/null 2>"$res/seed-uvicorn.log" &
 pids+=($!)
 
 wait_up() { # url
@@ -99,8 +113,7 @@ run_load() { bin/load -json -c "$conc" -d "$dur" "$@"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 minmax() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f-%.0f", lo, hi}'; }
 
-mkdir -p bench/results
-out=bench/results/seed.md
+out=$res/seed.md
 {
   echo "## geogate vs the seed's FastAPI service (concurrency $conc, $dur per trial, median of $trials alternating trials, min-max in brackets)"
   echo
@@ -113,15 +126,42 @@ out=bench/results/seed.md
 bin/load -c "$conc" -d 3s "http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1" "$(urls "http://127.0.0.1:$api_port" 1000 | head -1)" >/dev/null
 bin/load -c "$conc" -d 3s "http://127.0.0.1:$seed_port/limited" "$(urls "http://127.0.0.1:$seed_port" 1000 | head -1)" >/dev/null
 
-profile() { # case: a CPU profile (perf, call graphs) of api serve under one more geogate trial
-  [ "${BENCH_PROFILE:-}" = 1 ] && command -v perf >/dev/null || return 0
-  perf record -q -F 999 -g -p "${pids[0]}" -o "bench/results/api-$1.perf.prof" -- sleep "${dur%s}" 2>/dev/null &
+profile() { # case: under BENCH_PROFILE=1, perf and then Go profiles of api serve, each during one more geogate trial
+  [ "${BENCH_PROFILE:-}" = 1 ] || return 0
+  perf_profile "$1"
+  go_profile "$1"
+}
+
+perf_profile() { # case: perf call graphs, kernel side included
+  command -v perf >/dev/null || return 0
+  local r=$res/api-$1
+  perf record -q -F 999 -g -p "${pids[0]}" -o "$r.perf.prof" -- sleep "$(secs "$dur")" 2>/dev/null &
   local pp=$!
   run_load "${gurls[@]}" >/dev/null
   wait "$pp" || true
-  perf report -q --stdio --no-children -i "bench/results/api-$1.perf.prof" --percent-limit 1.5 -g none --sort dso,sym \
-    >"bench/results/api-$1.top.txt" 2>/dev/null || true
-  echo "profile: bench/results/api-$1.perf.prof, top symbols in bench/results/api-$1.top.txt" >&2
+  perf report -q --stdio --no-children -i "$r.perf.prof" --percent-limit 1.5 -g none --sort dso,sym \
+    >"$r.top.txt" 2>/dev/null || true
+  echo "profile: $r.perf.prof, top symbols in $r.top.txt" >&2
+}
+
+go_profile() { # case: Go CPU profile of the trial, and what the trial allocated (allocs after minus before)
+  local r=$res/api-$1 pp=http://127.0.0.1:${pprof_addr##*:}/debug/pprof
+  local before=$res/.api-$1.allocs-before.prof after=$res/.api-$1.allocs-after.prof
+  curl -fsS -o "$before" "$pp/allocs" || { echo "bench/seed: no allocs profile from PPROF_ADDR=$pprof_addr" >&2; return 0; }
+  curl -fsS -o "$r.cpu.prof" "$pp/profile?seconds=$(secs "$dur")" &
+  local cp=$!
+  run_load "${gurls[@]}" >/dev/null
+  wait "$cp" || echo "bench/seed: the CPU profile from PPROF_ADDR=$pprof_addr failed" >&2
+  curl -fsS -o "$after" "$pp/allocs" || true
+  go tool pprof -proto -base "$before" "$after" >"$r.allocs.prof" 2>/dev/null || true
+  rm -f "$before" "$after"
+  go tool pprof -top -nodecount=25 bin/api "$r.cpu.prof" >"$r.cpu.top.txt" 2>/dev/null || true
+  go tool pprof -top -nodecount=25 -sample_index=alloc_space bin/api "$r.allocs.prof" >"$r.allocs.top.txt" 2>/dev/null || true
+  echo "profile: $r.cpu.prof and $r.allocs.prof (go tool pprof), top in $r.cpu.top.txt and $r.allocs.top.txt" >&2
+}
+
+secs() { # duration such as 5s, 1500ms or 1m: whole seconds, at least 1
+  awk -v d="$1" 'BEGIN { n = d + 0; if (d ~ /ms$/) n /= 1000; else if (d ~ /m$/) n *= 60; n = int(n + 0.999); print (n < 1) ? 1 : n }'
 }
 
 for case in limiter refused within1k within20k; do
