@@ -122,6 +122,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
 				fmt.Sprintf("%d m", r), c, apiRes.Rate, apiRes.P50, apiRes.P99, sqlRes.Rate, sqlRes.P50, sqlRes.P99,
 				100*apiRes.Rate/sqlRes.Rate, hRes.Rate, hRes.P99, errNote(apiRes)+errNote(sqlRes)+errNote(hRes))
+			fmt.Printf("cpu %d %d us/request: SQL: %s; API: %s; handler: %s\n", r, c,
+				sqlRes.CPUNote("postgres", "bench"), apiRes.CPUNote("postgres", "api", "redis-server", "bench"), hRes.CPUNote("postgres", "bench"))
 		}
 	}
 

@@ -80,3 +80,26 @@ func TestRunCountsOpsAndErrors(t *testing.T) {
 		t.Errorf("P50 = %.2f ms, P99 = %.2f ms; want P50 >= 1 ms and P99 >= P50", r.P50, r.P99)
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		line      string
+		wantName  string
+		wantTicks int64
+		wantOK    bool
+	}{
+		{"42 (postgres) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 100 0 0", "postgres", 10, true},
+		{"7 (a (weird) name) R 1 7 7 0 -1 0 0 0 0 0 120 30 0 0 20 0 1 0 1 0 0", "a (weird) name", 150, true},
+		{"7 (short) R 1", "", 0, false},
+		{"garbage", "", 0, false},
+	}
+	for _, tt := range tests {
+		name, ticks, ok := parseStat([]byte(tt.line))
+		if name != tt.wantName || ticks != tt.wantTicks || ok != tt.wantOK {
+			t.Errorf("parseStat(%q) = %q, %d, %v; want %q, %d, %v", tt.line, name, ticks, ok, tt.wantName, tt.wantTicks, tt.wantOK)
+		}
+	}
+	if cpu := CPU(); cpu["bench"] <= 0 && len(cpu) == 0 {
+		t.Errorf("CPU() = %v, want at least this process", cpu)
+	}
+}

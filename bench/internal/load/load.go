@@ -7,6 +7,7 @@ package load
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,9 @@ type Result struct {
 	// Lo and Hi are the lowest and highest rates of the runs behind a
 	// median; both equal Rate for a single run.
 	Lo, Hi float64
+	// CPU is the CPU time per successful operation, by process group
+	// (see CPU), over the run.
+	CPU map[string]time.Duration
 }
 
 // Run calls op from c workers for d and measures it. Failed operations
@@ -36,6 +40,7 @@ func Run(c int, d time.Duration, op Op) Result {
 	var seq, errs atomic.Int64
 	var firstErr atomic.Value
 	lat := make([][]time.Duration, c)
+	cpu0 := CPU()
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -56,9 +61,10 @@ func Run(c int, d time.Duration, op Op) Result {
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
+	cpu1 := CPU()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	r := Result{Ops: len(all), Seconds: secs, Errors: errs.Load()}
+	r := Result{Ops: len(all), Seconds: secs, Errors: errs.Load(), CPU: PerOp(cpu0, cpu1, len(all))}
 	if s, ok := firstErr.Load().(string); ok {
 		r.FirstErr = s
 	}
@@ -100,4 +106,17 @@ func Medians(runs, c int, d time.Duration, ops ...Op) []Result {
 		out[i].Lo, out[i].Hi = rs[0].Rate, rs[len(rs)-1].Rate
 	}
 	return out
+}
+
+// CPUNote formats r.CPU for the named groups, in microseconds per
+// operation: "postgres 340 api 250".
+func (r Result) CPUNote(groups ...string) string {
+	var b []byte
+	for _, g := range groups {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = fmt.Appendf(b, "%s %d", g, r.CPU[g].Microseconds())
+	}
+	return string(b)
 }
