@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
 )
@@ -47,46 +49,14 @@ func envOr(k, def string) string {
 	return def
 }
 
-type stats struct {
-	ops      int
-	rps      float64
-	p50, p99 time.Duration
-	errs     int64
-}
-
-// measure runs op from conc goroutines for d and reports throughput and
-// latency percentiles.
-func measure(conc int, d time.Duration, op func(ctx context.Context, worker, i int) error) stats {
+// measure runs op from conc workers for d.
+func measure(conc int, d time.Duration, op func(ctx context.Context, worker, i int) error) load.Result {
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	lat := make([][]time.Duration, conc)
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	for w := range conc {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(deadline); i++ {
-				t := time.Now()
-				if err := op(ctx, w, i); err != nil {
-					errs.Add(1)
-				}
-				lat[w] = append(lat[w], time.Since(t))
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	s := stats{ops: len(all), rps: float64(len(all)) / el.Seconds(), errs: errs.Load()}
-	if len(all) > 0 {
-		s.p50, s.p99 = all[len(all)/2], all[len(all)*99/100]
-	}
-	return s
+	return load.Run(conc, d, func(w, i int) error { return op(ctx, w, i) })
 }
 
-func median(xs []stats) stats {
-	slices.SortFunc(xs, func(a, b stats) int { return int(a.rps - b.rps) })
+func median(xs []load.Result) load.Result {
+	slices.SortFunc(xs, func(a, b load.Result) int { return cmp.Compare(a.Rate, b.Rate) })
 	return xs[len(xs)/2]
 }
 
@@ -144,7 +114,7 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) err
 	// Warm the connection pool, then alternate which side goes first so
 	// that neither always meets a colder or busier machine.
 	measure(conc, dur/4, raw)
-	var rawS, limS, pipeS []stats
+	var rawS, limS, pipeS []load.Result
 	for i := range runs {
 		if i%2 == 0 {
 			rawS = append(rawS, measure(conc, dur, raw))
@@ -161,17 +131,21 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) err
 	fmt.Printf("## Rate limiter vs the bare script (concurrency %d, %d identities, limit 100/1s, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
 	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
 	fmt.Println("|---|---|---|---|---|")
-	row := func(name string, s stats) {
-		fmt.Printf("| %s | %.0f | %.3f | %.3f | %d |\n", name, s.rps, ms(s.p50), ms(s.p99), s.errs)
+	row := func(name string, s load.Result) {
+		fmt.Printf("| %s | %.0f | %.3f | %.3f | %d |\n", name, s.Rate, s.P50, s.P99, s.Errors)
 	}
 	row("log.lua via go-redis Script.Run", r)
 	row("ratelimit.Limiter.Allow", m)
 	if pipeline > 1 {
 		row(fmt.Sprintf("ratelimit.Limiter.Allow, Options.Pipeline=%d", pipeline), median(pipeS))
 	}
-	fmt.Printf("\nLimiter throughput: %.1f%% of the bare script (goal: at least 90%%).", 100*m.rps/r.rps)
+	fmt.Printf("\nLimiter throughput: %.1f%% of the bare script (goal: at least 90%%).", 100*m.Rate/r.Rate)
 	if pipeline > 1 {
-		fmt.Printf(" Pipelined: %.1f%%.", 100*median(pipeS).rps/r.rps)
+		fmt.Printf(" Pipelined: %.1f%%.", 100*median(pipeS).Rate/r.Rate)
+	}
+	fmt.Printf("\nCPU per decision, microseconds: bare script: %s; limiter: %s", r.CPUNote("bench", "redis-server"), m.CPUNote("bench", "redis-server"))
+	if pipeline > 1 {
+		fmt.Printf("; pipelined: %s", median(pipeS).CPUNote("bench", "redis-server"))
 	}
 	fmt.Print("\n\n")
 
