@@ -228,20 +228,23 @@ func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
 // build runs the index builds at the same time, each on a connection of
 // its own, and stops them all at the first failure.
 func (s *stager) build(ctx context.Context) error {
+	cfg := s.cfg.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["maintenance_work_mem"] = buildMemory
+	// The builds already run side by side, and the longest, the geography
+	// GiST, cannot use parallel workers.
+	cfg.RuntimeParams["max_parallel_maintenance_workers"] = "0"
+	cfg.RuntimeParams["synchronous_commit"] = "off"
 	g, gctx := errgroup.WithContext(ctx)
 	for _, stmt := range s.builds {
 		g.Go(func() error {
-			conn, err := pgx.ConnectConfig(gctx, s.cfg)
+			conn, err := pgx.ConnectConfig(gctx, cfg)
 			if err != nil {
 				return fmt.Errorf("database: %w", err)
 			}
 			defer conn.Close(context.WithoutCancel(gctx)) //nolint:errcheck // nothing left to do on it
-			if _, err := conn.Exec(gctx, "SET maintenance_work_mem = '"+buildMemory+"'"); err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
-			if _, err := conn.Exec(gctx, "SET synchronous_commit = off"); err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
 			if _, err := conn.Exec(gctx, stmt); err != nil {
 				return fmt.Errorf("build index: %w", err)
 			}
