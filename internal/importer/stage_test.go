@@ -27,6 +27,7 @@ UNION ALL SELECT 'column ' || attname || ' ' || format_type(atttypid, atttypmod)
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
   WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped
 UNION ALL SELECT 'table ' || relname FROM pg_class WHERE relname LIKE $1 || '%staging%'
+UNION ALL SELECT 'comment ' || obj_description($1::regclass, 'pg_class')
 ORDER BY 1`
 
 func layerShape(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) []string {
@@ -88,6 +89,7 @@ func TestImportKeepsLayerDefinition(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pool := testenv.DB(t)
+			mustExec(t, pool, "COMMENT ON TABLE places IS 'named points'")
 			want := layerShape(t, pool, importer.Places)
 			if tt.first != "" {
 				if _, err := importString(t, pool, tt.first, importer.Options{Layer: importer.Places}); err != nil {
