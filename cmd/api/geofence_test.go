@@ -12,7 +12,9 @@ import (
 // scopes, writes need credentials, and every route spends the "geofence"
 // budget, /within by radius (an invalid radius costs 1 and gets a 422).
 func TestGeofenceEndToEnd(t *testing.T) {
-	base, _ := startService(t, map[string]string{"RATELIMIT_GEOFENCE": "12/1m"})
+	env := map[string]string{"RATELIMIT_GEOFENCE": "12/1m"}
+	client := ownClient(env)
+	base, _ := startService(t, env)
 	tests := []struct {
 		name, method, path, body string
 		wantCode                 int
@@ -28,6 +30,7 @@ func TestGeofenceEndToEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
+		req.Header.Set("X-Forwarded-For", client)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
