@@ -131,7 +131,9 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 			return err
 		}
 		defer rows.Close()
-		page.Features = make([]Feature, 0, min(q.Limit+1, 128))
+		// Most pages are short: grow as rows come rather than reserve
+		// the whole limit per request (it dominated allocations).
+		page.Features = []Feature{}
 		for rows.Next() {
 			var f Feature
 			if err := rows.Scan(&f.ID, &f.Name, &f.Distance, &f.Props, &f.Geometry); err != nil {
