@@ -6,11 +6,13 @@
 # idle machine, keeps each case's full output in bench/results/<case>.txt and
 # writes the summary to bench/results/latest.md, then prints it.
 #   BENCH_QUICK=1    short smoke run (1 trial, short durations, no auth case)
-#   BENCH_PROFILE=1  CPU profiles: perf call graphs of `api serve` under the
-#                    seed-comparison load (bench/results/api-*.perf.prof and
-#                    api-*.top.txt) and a Go CPU profile of the tile bench
-#                    (bench/results/tiles.cpu.prof); the API has no pprof
-#                    endpoint, so there is no allocation profile of it.
+#   BENCH_PROFILE=1  profiles of `api serve` under each seed-comparison load:
+#                    Go CPU and allocation profiles through PPROF_ADDR
+#                    (bench/results/api-<case>.{cpu,allocs}.prof, top 25 in
+#                    api-<case>.{cpu,allocs}.top.txt) and perf call graphs
+#                    with the kernel side (api-<case>.perf.prof,
+#                    api-<case>.top.txt); a Go CPU profile of the tile bench
+#                    (bench/results/tiles.cpu.prof).
 #   BENCH_TRIALS (3), BENCH_DUR (4s), BENCH_CONC (32) set the trials per
 #   side, the duration of each trial and the HTTP concurrency;
 #   BENCH_TILES_DUR (3s) the duration of each tile trial (six tile sets).
@@ -130,7 +132,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   fi
   echo
   echo "Per-case detail: bench/results/{$(IFS=,; echo "${cases[*]}")}.txt, bench/results/seed.md, bench/results/import.md."
-  [ "${BENCH_PROFILE:-}" = 1 ] && echo "Profiles: bench/results/*.prof (git-ignored), top symbols in bench/results/api-*.top.txt."
+  [ "${BENCH_PROFILE:-}" = 1 ] && echo "Profiles (git-ignored): Go CPU and allocation profiles of \`api serve\` per seed case in bench/results/api-<case>.{cpu,allocs}.prof (top 25 in api-<case>.{cpu,allocs}.top.txt; browse with \`go tool pprof -http=127.0.0.1:8081 bin/api bench/results/api-within1k.cpu.prof\`), perf call graphs with the kernel side in api-<case>.perf.prof (api-<case>.top.txt), the tile bench in tiles.cpu.prof."
   true
 } >$r/latest.md
 echo
