@@ -115,7 +115,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
 	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
-		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout})
+		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS})
 	if err != nil {
 		return deps{}, nil, err
 	}

@@ -108,3 +108,50 @@ func TestNoStatementTimeoutLetsLongStatementsRun(t *testing.T) {
 		t.Errorf("pg_sleep(0.5) without a statement_timeout = %v, want nil", err)
 	}
 }
+
+// TestWarmRunsOnEveryNewConnection: each connection the pool opens has
+// run the warm-up statement before its first use, and a failing warm-up
+// leaves the connection usable.
+func TestWarmRunsOnEveryNewConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name, warm, want string
+	}{
+		{"Runs", "SELECT set_config('geogate.warmed', 'yes', false)", "yes"},
+		{"FailureIgnored", "SELECT no_such_function()", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := open(t, pg.Options{MaxConns: 3, Warm: tt.warm})
+			// Three connections held at once: each was opened for this.
+			var conns []*pgxpool.Conn
+			for range 3 {
+				c, err := pool.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, c)
+			}
+			for i, c := range conns {
+				var got string
+				if err := c.QueryRow(ctx, "SELECT coalesce(current_setting('geogate.warmed', true), '')").Scan(&got); err != nil {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+				if got != tt.want {
+					t.Errorf("connection %d: geogate.warmed = %q, want %q", i, got, tt.want)
+				}
+				c.Release()
+			}
+		})
+	}
+}
+
+func TestWarmPostGISIsValid(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t)
+	var d float64
+	if err := db.QueryRow(context.Background(), pg.WarmPostGIS).Scan(&d); err != nil || d < 150_000 || d > 160_000 {
+		t.Errorf("%s = %v, %v; want about 157 km", pg.WarmPostGIS, d, err)
+	}
+}
