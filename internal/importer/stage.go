@@ -59,7 +59,8 @@ func lockLayer(ctx context.Context, conn *pgx.Conn, l Layer) (unlock func(), err
 // layer $1: a plain table owned by the current user, without grants,
 // storage options, row security, rules, inheritance, publications or
 // foreign keys; its triggers enabled, statement-level and without
-// transition tables (a row trigger must see each row: it runs in place);
+// transition tables (a row trigger must see each row: it runs in place),
+// besides those of its deferrable keys;
 // nothing else depending on it (a view, a function body); an id sequence.
 const stageableSQL = `
 SELECT c.relkind = 'r' AND NOT c.relrowsecurity AND c.relacl IS NULL AND c.reloptions IS NULL
@@ -67,7 +68,10 @@ SELECT c.relkind = 'r' AND NOT c.relrowsecurity AND c.relacl IS NULL AND c.relop
   AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
   AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid
     AND (t.tgisinternal OR t.tgenabled <> 'O' OR t.tgtype & 1 = 1
-         OR t.tgoldtable IS NOT NULL OR t.tgnewtable IS NOT NULL))
+         OR t.tgoldtable IS NOT NULL OR t.tgnewtable IS NOT NULL)
+    -- a deferrable key's own trigger comes back with the key
+    AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.oid = t.tgconstraint AND k.conrelid = c.oid
+                    AND k.contype IN ('p', 'u') AND t.tgisinternal))
   AND NOT EXISTS (SELECT 1 FROM pg_constraint f
     WHERE f.confrelid = c.oid OR (f.conrelid = c.oid AND f.contype NOT IN ('p', 'u', 'c', 'n')))
   AND NOT EXISTS (SELECT 1 FROM pg_depend d
@@ -175,31 +179,35 @@ func (s *stager) load(ctx context.Context, r io.Reader, o Options) (Result, erro
 	return res, nil
 }
 
-// stagedIndexesSQL lists the layer's primary key and unique constraints
-// and its other indexes, the costliest to build first: kind ('c' for a
-// constraint, 'u' or 'i' for a unique or plain index), name, and the
-// definition (the constraint's, or the index's). A GiST index whose
-// operator classes cannot sort (PostGIS 3.3's geography) is built by
-// inserting every row, several times slower than a sorted build.
+// stagedIndexesSQL lists the layer's indexes, the costliest to build
+// first: kind ('c' for one backing a primary key or unique constraint, 'i'
+// for another), name (the constraint's for 'c'), the index's definition,
+// and for 'c' how the constraint is added on the built index ('%s' stands
+// for its name). A GiST index whose operator classes cannot sort (PostGIS
+// 3.3's geography) is built by inserting every row, several times slower
+// than a sorted build.
 const stagedIndexesSQL = `
-SELECT kind, name, def FROM (
-  SELECT 'c' AS kind, c.conname::text AS name, pg_get_constraintdef(c.oid) AS def, 2 AS cost
-  FROM pg_constraint c
-  WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u')
-  UNION ALL
-  SELECT CASE WHEN i.indisunique THEN 'u' ELSE 'i' END, ic.relname::text, pg_get_indexdef(i.indexrelid),
-    CASE WHEN am.amname = 'gist' AND EXISTS (
+SELECT CASE WHEN c.oid IS NULL THEN 'i' ELSE 'c' END, coalesce(c.conname, ic.relname)::text,
+  pg_get_indexdef(i.indexrelid),
+  coalesce(CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' END || ' USING INDEX %s'
+    || CASE WHEN c.condeferrable THEN ' DEFERRABLE' ELSE '' END
+    || CASE WHEN c.condeferred THEN ' INITIALLY DEFERRED' ELSE '' END, '')
+FROM pg_index i
+JOIN pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_am am ON am.oid = ic.relam
+LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u')
+WHERE i.indrelid = $1::regclass
+ORDER BY CASE WHEN am.amname = 'gist' AND EXISTS (
            SELECT 1 FROM unnest(i.indclass::oid[]) AS oc(oid) JOIN pg_opclass o ON o.oid = oc.oid
            WHERE NOT EXISTS (SELECT 1 FROM pg_amproc p WHERE p.amprocfamily = o.opcfamily AND p.amprocnum = 11))
          THEN 0
-         WHEN am.amname = 'btree' THEN 2 ELSE 1 END
-  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
-  WHERE i.indrelid = $1::regclass
-    AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-) AS x ORDER BY cost, name`
+         WHEN am.amname = 'btree' THEN 2 ELSE 1 END, 2`
 
 // plan lists the statements that build the layer's indexes on the staging
-// table under temporary names, and those that rename them after the swap.
+// table under temporary names, and those that give them the layer's names
+// after the swap. A primary key or unique constraint is built as a plain
+// unique index, then added on it: adding it outright would lock the
+// staging table against the other builds.
 func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
 	rows, err := tx.Query(ctx, stagedIndexesSQL, string(s.layer))
 	if err != nil {
@@ -207,26 +215,24 @@ func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
 	}
 	defer rows.Close()
 	for i := 0; rows.Next(); i++ {
-		var kind, name, def string
-		if err := rows.Scan(&kind, &name, &def); err != nil {
+		var kind, name, def, constraint string
+		if err := rows.Scan(&kind, &name, &def, &constraint); err != nil {
 			return fmt.Errorf("list indexes: %w", err)
+		}
+		head, using, ok := strings.Cut(def, " USING ")
+		if !ok || !strings.HasPrefix(head, "CREATE ") {
+			return fmt.Errorf("index %s: unexpected definition", name)
+		}
+		unique := ""
+		if strings.HasPrefix(head, "CREATE UNIQUE ") {
+			unique = "UNIQUE "
 		}
 		tmp := pgx.Identifier{fmt.Sprintf("%s_%d", stagingTable(s.layer), i)}.Sanitize()
 		final := pgx.Identifier{name}.Sanitize()
-		switch kind {
-		case "c":
-			s.builds = append(s.builds, "ALTER TABLE "+s.staging+" ADD CONSTRAINT "+tmp+" "+def)
-			s.renames = append(s.renames, "ALTER TABLE "+s.table+" RENAME CONSTRAINT "+tmp+" TO "+final)
-		default:
-			_, using, ok := strings.Cut(def, " USING ")
-			if !ok {
-				return fmt.Errorf("index %s: unexpected definition", name)
-			}
-			unique := ""
-			if kind == "u" {
-				unique = "UNIQUE "
-			}
-			s.builds = append(s.builds, "CREATE "+unique+"INDEX "+tmp+" ON "+s.staging+" USING "+using)
+		s.builds = append(s.builds, "CREATE "+unique+"INDEX "+tmp+" ON "+s.staging+" USING "+using)
+		if kind == "c" {
+			s.renames = append(s.renames, "ALTER TABLE "+s.table+" ADD CONSTRAINT "+final+" "+strings.Replace(constraint, "%s", tmp, 1))
+		} else {
 			s.renames = append(s.renames, "ALTER INDEX "+tmp+" RENAME TO "+final)
 		}
 	}

@@ -52,6 +52,15 @@ func tileVersion(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) int64 {
 	return v
 }
 
+func tableOID(t *testing.T, pool *pgxpool.Pool, table string) uint32 {
+	t.Helper()
+	var oid uint32
+	if err := pool.QueryRow(context.Background(), "SELECT $1::regclass::oid", table).Scan(&oid); err != nil {
+		t.Fatal(err)
+	}
+	return oid
+}
+
 func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql); err != nil {
@@ -61,7 +70,7 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 
 // TestImportKeepsLayerDefinition replaces and fills layers, also after
 // failures, and checks that the layer keeps its indexes, constraints,
-// triggers, columns and id sequence, that no staging table is left, that
+// triggers, columns, comment and id sequence, that no staging table is left, that
 // the tile version moves on exactly when rows changed, and that the
 // triggers still fire for writes after the import.
 func TestImportKeepsLayerDefinition(t *testing.T) {
@@ -77,26 +86,31 @@ func TestImportKeepsLayerDefinition(t *testing.T) {
 		o          importer.Options
 		wantErr    bool
 		wantBumped bool
+		wantSwap   bool // a new table took the layer's place
 	}{
-		{"replace", one, two, importer.Options{Replace: true}, false, true},
-		{"replace with a bad feature", one, bad, importer.Options{Replace: true}, true, false},
-		{"fill an empty layer", "", two, importer.Options{}, false, true},
-		{"fill an empty layer with a bad feature", "", bad, importer.Options{}, true, false},
-		{"if-empty on a full layer", one, two, importer.Options{IfEmpty: true}, false, false},
-		{"append", one, two, importer.Options{}, false, true},
+		{"replace", one, two, importer.Options{Replace: true}, false, true, true},
+		{"replace with a bad feature", one, bad, importer.Options{Replace: true}, true, false, false},
+		{"fill an empty layer", "", two, importer.Options{}, false, true, true},
+		{"fill an empty layer with a bad feature", "", bad, importer.Options{}, true, false, false},
+		{"if-empty on a full layer", one, two, importer.Options{IfEmpty: true}, false, false, false},
+		{"append", one, two, importer.Options{}, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pool := testenv.DB(t)
+			// More than the migrations give: a comment, a deferrable
+			// unique constraint, an expression index.
 			mustExec(t, pool, "COMMENT ON TABLE places IS 'named points'")
+			mustExec(t, pool, "ALTER TABLE places ADD CONSTRAINT places_name_key UNIQUE (name) DEFERRABLE")
+			mustExec(t, pool, "CREATE INDEX places_lower_name_idx ON places (lower(name))")
 			want := layerShape(t, pool, importer.Places)
 			if tt.first != "" {
 				if _, err := importString(t, pool, tt.first, importer.Options{Layer: importer.Places}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			before := tileVersion(t, pool, importer.Places)
+			before, oid := tileVersion(t, pool, importer.Places), tableOID(t, pool, "places")
 			tt.o.Layer = importer.Places
 			if _, err := importString(t, pool, tt.then, tt.o); (err != nil) != tt.wantErr {
 				t.Fatalf("Import() error = %v, want error %v", err, tt.wantErr)
@@ -104,6 +118,9 @@ func TestImportKeepsLayerDefinition(t *testing.T) {
 			after := tileVersion(t, pool, importer.Places)
 			if bumped := after > before; bumped != tt.wantBumped {
 				t.Errorf("tile version %d -> %d, want bumped %v", before, after, tt.wantBumped)
+			}
+			if swapped := tableOID(t, pool, "places") != oid; swapped != tt.wantSwap {
+				t.Errorf("layer swapped = %v, want %v", swapped, tt.wantSwap)
 			}
 			if diff := cmp.Diff(want, layerShape(t, pool, importer.Places)); diff != "" {
 				t.Errorf("layer definition changed (-before +after):\n%s", diff)
@@ -146,6 +163,7 @@ func TestImportReplaceInPlace(t *testing.T) {
 		t.Parallel()
 		pool := testenv.DB(t)
 		mustExec(t, pool, "CREATE VIEW place_names AS SELECT name FROM places")
+		oid := tableOID(t, pool, "places")
 		for _, input := range []string{`[{"name":"a","lat":"1","lng":"1"}]`, `[{"name":"b","lat":"1","lng":"1"},{"name":"c","lat":"2","lng":"2"}]`} {
 			if _, err := importString(t, pool, input, importer.Options{Layer: importer.Places, Replace: true}); err != nil {
 				t.Fatal(err)
@@ -154,6 +172,9 @@ func TestImportReplaceInPlace(t *testing.T) {
 		var names string
 		if err := pool.QueryRow(context.Background(), "SELECT string_agg(name, ',' ORDER BY name) FROM place_names").Scan(&names); err != nil || names != "b,c" {
 			t.Errorf("view reads %q, %v; want b,c", names, err)
+		}
+		if tableOID(t, pool, "places") != oid {
+			t.Error("places was swapped under its view, want it loaded in place")
 		}
 	})
 	t.Run("geofence_parts", func(t *testing.T) {
@@ -206,6 +227,7 @@ func TestImportReplaceReadersDuringSwap(t *testing.T) {
 	if _, err := importString(t, pool, gen(sizes["a"], "a"), importer.Options{Layer: importer.Places}); err != nil {
 		t.Fatal(err)
 	}
+	oid := tableOID(t, pool, "places")
 	const near = `SELECT min(name), count(*) FROM places
 WHERE ST_DWithin(geom::geography, ST_SetSRID(ST_MakePoint(0, 0), 4326)::geography, $1)`
 	stop := make(chan struct{})
@@ -243,6 +265,9 @@ WHERE ST_DWithin(geom::geography, ST_SetSRID(ST_MakePoint(0, 0), 4326)::geograph
 	}
 	close(stop)
 	wg.Wait()
+	if tableOID(t, pool, "places") == oid {
+		t.Error("places was not swapped, want the staged path under test")
+	}
 	t.Logf("reads: %v", seen)
 	reads := 0
 	for k, n := range seen {
