@@ -38,8 +38,9 @@ func ParseLayer(s string) (Layer, error) {
 type Options struct {
 	Layer Layer
 	// Replace swaps the layer's whole content for the input's in one
-	// transaction. Readers of the layer wait for it rather than see it
-	// empty or half loaded.
+	// transaction. Readers of the layer see the old content or the new,
+	// never an empty or half loaded layer; they wait only for the swap
+	// when the layer is staged (see Import), else for the whole import.
 	Replace bool
 	// IfEmpty imports nothing when the layer already has rows.
 	IfEmpty bool
