@@ -86,6 +86,6 @@ mkdir -p bench/results
   printf '| `ogr2ogr` (PG_USE_COPY=YES) | %.2f | %.0f | %.2fx |\n' "$ogr_med" "$ogr_rps" "$ratio"
   printf '| `ogr2ogr`, then the geography index | %.2f | %.0f | %.2fx |\n' "$ogrg_med" "$ogrg_rps" "$ratiog"
   echo
-  echo "api import: gzip JSON array → parse → binary COPY FREEZE into a staging table like \`places\` (one transaction), its indexes built on two connections at once (the GiST on geom::geography on one; the primary key, then the GiST on geom, on the other), then swapped in for \`places\` by one short transaction; wall time of the process."
+  echo "api import: gzip JSON array → parse → binary COPY FREEZE into a staging table like \`places\` (one transaction), its indexes built on two connections at once (the GiST on geom::geography on one; the GiST on geom, then the primary key as a unique index, on the other), then swapped in for \`places\` by one short transaction; wall time of the process."
   echo "ogr2ogr: uncompressed CSV (converted before timing) → COPY into a new table \`cities_ogr\` (-overwrite, one transaction with -gt unlimited, GiST index on geom, serial primary key), wall time of the process; the third row adds \`CREATE INDEX ... USING gist ((geom::geography))\`, the index \`places\` has for metre-based proximity."
 } >bench/results/import.md
