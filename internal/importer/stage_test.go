@@ -280,3 +280,42 @@ WHERE ST_DWithin(geom::geography, ST_SetSRID(ST_MakePoint(0, 0), 4326)::geograph
 		t.Errorf("%d reads during the imports, want at least 10", reads)
 	}
 }
+
+// TestImportConcurrentReplaces runs replaces of one layer at the same
+// time: they take turns, each succeeds, and the layer ends holding exactly
+// one input, with no staging table left.
+func TestImportConcurrentReplaces(t *testing.T) {
+	pool := testenv.DB(t)
+	inputs := []string{
+		`[{"name":"a","lat":"1","lng":"1"}]`,
+		`[{"name":"b","lat":"1","lng":"1"},{"name":"b","lat":"2","lng":"2"}]`,
+		`[{"name":"c","lat":"1","lng":"1"},{"name":"c","lat":"2","lng":"2"},{"name":"c","lat":"3","lng":"3"}]`,
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(inputs))
+	for i, input := range inputs {
+		wg.Go(func() {
+			in, err := importer.NewInput(strings.NewReader(input))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			_, errs[i] = importer.Import(context.Background(), pool, in, importer.Options{Layer: importer.Places, Replace: true})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Import(input %d) error = %v", i, err)
+		}
+	}
+	var got string
+	err := pool.QueryRow(context.Background(), "SELECT string_agg(name, ',' ORDER BY id) FROM places").Scan(&got)
+	if want := map[string]bool{"a": true, "b,b": true, "c,c,c": true}; err != nil || !want[got] {
+		t.Errorf("places holds %q, %v; want exactly one input", got, err)
+	}
+	var left int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_class WHERE relname LIKE 'places_import_staging%'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d staging relations left, %v; want 0", left, err)
+	}
+}
