@@ -319,3 +319,35 @@ func TestImportConcurrentReplaces(t *testing.T) {
 		t.Errorf("%d staging relations left, %v; want 0", left, err)
 	}
 }
+
+// TestImportFailedBuildLeavesLayer gives places a unique name and replaces
+// it with rows that share one: the unique index fails to build on the
+// staging table, the import fails, the staging table is dropped and the
+// layer is as before.
+func TestImportFailedBuildLeavesLayer(t *testing.T) {
+	pool := testenv.DB(t)
+	mustExec(t, pool, "ALTER TABLE places ADD CONSTRAINT places_name_key UNIQUE (name)")
+	if _, err := importString(t, pool, `[{"name":"old","lat":"1","lng":"1"}]`, importer.Options{Layer: importer.Places}); err != nil {
+		t.Fatal(err)
+	}
+	oid, version := tableOID(t, pool, "places"), tileVersion(t, pool, importer.Places)
+	_, err := importString(t, pool, `[{"name":"twin","lat":"1","lng":"1"},{"name":"twin","lat":"2","lng":"2"}]`,
+		importer.Options{Layer: importer.Places, Replace: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "build index:") { // staged; in place it is "rebuild index:"
+		t.Errorf("Import() error = %v, want a failed index build", err)
+	}
+	var names []string
+	for _, s := range readLayer(t, pool, importer.Places) {
+		names = append(names, s.Name)
+	}
+	if diff := cmp.Diff([]string{"old"}, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if tableOID(t, pool, "places") != oid || tileVersion(t, pool, importer.Places) != version {
+		t.Error("places was swapped or its tile version bumped by a failed import")
+	}
+	var left int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_class WHERE relname LIKE 'places_import_staging%'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d staging relations left, %v; want 0", left, err)
+	}
+}
