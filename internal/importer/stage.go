@@ -120,6 +120,8 @@ type stager struct {
 	renames []string // statements giving them the layer's names after the swap
 }
 
+// importStaged loads the rows through a staging table (see above); cfg
+// opens the connections of the index builds.
 func importStaged(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, r io.Reader, o Options) (res Result, err error) {
 	s := &stager{
 		conn:    conn,
@@ -143,8 +145,12 @@ func importStaged(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, r io
 		return res, err
 	}
 	notEmpty, err := s.swap(ctx, o)
-	if err != nil || notEmpty {
-		return Result{NotEmpty: notEmpty}, err
+	if err != nil {
+		res.Rows = 0
+		return res, err
+	}
+	if notEmpty {
+		return Result{NotEmpty: true}, nil
 	}
 	swapped = true
 	return res, nil
