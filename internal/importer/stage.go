@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // A staged import fills a layer that is replaced or empty in three steps:
@@ -136,11 +139,19 @@ func importStaged(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, r io
 			s.drop(ctx)
 		}
 	}()
+	ready := s.dial(ctx, buildConns)
+	defer func() {
+		for _, c := range ready() {
+			if c != nil {
+				c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // nothing left to do on it
+			}
+		}
+	}()
 	res, err = s.load(ctx, r, o)
 	if err != nil {
 		return res, err
 	}
-	if err := s.build(ctx); err != nil {
+	if err := s.build(ctx, ready()); err != nil {
 		res.Rows = 0
 		return res, err
 	}
@@ -255,9 +266,8 @@ func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
 // geography build anyway.
 const buildConns = 2
 
-// build runs the index builds on buildConns connections of their own, the
-// costliest first, and stops them all at the first failure.
-func (s *stager) build(ctx context.Context) error {
+// buildConfig is the configuration of the index builds' connections.
+func (s *stager) buildConfig() *pgx.ConnConfig {
 	cfg := s.cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
@@ -267,19 +277,55 @@ func (s *stager) build(ctx context.Context) error {
 	// GiST, cannot use parallel workers.
 	cfg.RuntimeParams["max_parallel_maintenance_workers"] = "0"
 	cfg.RuntimeParams["synchronous_commit"] = "off"
+	return cfg
+}
+
+// dial opens n connections for the index builds in the background, while
+// COPY runs, and has each load PostGIS: a server process's first geography
+// call costs tens of milliseconds. The returned func waits for them; one
+// that failed to open is nil, and build opens it again, so that its error
+// is reported.
+func (s *stager) dial(ctx context.Context, n int) func() []*pgx.Conn {
+	conns := make([]*pgx.Conn, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			c, err := pgx.ConnectConfig(ctx, s.buildConfig())
+			if err != nil {
+				return
+			}
+			if _, err := c.Exec(ctx, pg.WarmPostGIS); err != nil {
+				c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // build opens another
+				return
+			}
+			conns[i] = c
+		})
+	}
+	return func() []*pgx.Conn {
+		wg.Wait()
+		return conns
+	}
+}
+
+// build runs the index builds on the connections (one worker each), the
+// costliest first, and stops them all at the first failure.
+func (s *stager) build(ctx context.Context, conns []*pgx.Conn) error {
 	queue := make(chan string, len(s.builds))
 	for _, stmt := range s.builds {
 		queue <- stmt
 	}
 	close(queue)
 	g, gctx := errgroup.WithContext(ctx)
-	for range min(buildConns, len(s.builds)) {
+	for _, conn := range conns[:min(len(conns), len(s.builds))] {
 		g.Go(func() error {
-			conn, err := pgx.ConnectConfig(gctx, cfg)
-			if err != nil {
-				return fmt.Errorf("database: %w", err)
+			if conn == nil {
+				c, err := pgx.ConnectConfig(gctx, s.buildConfig())
+				if err != nil {
+					return fmt.Errorf("database: %w", err)
+				}
+				defer c.Close(context.WithoutCancel(gctx)) //nolint:errcheck // nothing left to do on it
+				conn = c
 			}
-			defer conn.Close(context.WithoutCancel(gctx)) //nolint:errcheck // nothing left to do on it
 			for stmt := range queue {
 				if _, err := conn.Exec(gctx, stmt); err != nil {
 					return fmt.Errorf("build index: %w", err)
