@@ -85,6 +85,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	defer pool.Close()
+	// CPU groups: "pg:api" serves `api serve`, "pg:bench" this process.
+	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate": "pg:api", "geogate-bench-geofence": "pg:bench"})
 	b.svc, err = geofence.New(ctx, pool, geofence.Settings{
 		Limits: geofence.Limits{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
 		Layers: []string{"places"},
@@ -123,7 +125,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 				fmt.Sprintf("%d m", r), c, apiRes.Rate, apiRes.P50, apiRes.P99, sqlRes.Rate, sqlRes.P50, sqlRes.P99,
 				100*apiRes.Rate/sqlRes.Rate, hRes.Rate, hRes.P99, errNote(apiRes)+errNote(sqlRes)+errNote(hRes))
 			fmt.Printf("cpu %d %d us/request: SQL: %s; API: %s; handler: %s\n", r, c,
-				sqlRes.CPUNote("postgres", "bench"), apiRes.CPUNote("postgres", "api", "redis-server", "bench"), hRes.CPUNote("postgres", "bench"))
+				sqlRes.CPUNote("pg:bench", "bench"), apiRes.CPUNote("pg:api", "api", "redis-server", "bench"), hRes.CPUNote("pg:bench", "bench"))
 		}
 	}
 

@@ -84,6 +84,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 		return err
 	}
 	defer pool.Close()
+	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate-bench-tiles": "pg:bench"})
 	rc, err := rdb.Open(ctx, redisURL, 250*time.Millisecond)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 			fmt.Printf("%-10s z%-3d | %12.0f %9.2f | %12.0f %9.2f | %5.0f%% | %12.0f %9.2f | %14.0f %9.2f%s\n", l.Name, z,
 				api.Rate, api.P99, raw.Rate, raw.P99, 100*api.Rate/raw.Rate, cached.Rate, cached.P99, single.Rate, single.P99, errNote(api, raw, cached, single))
 			fmt.Printf("cpu %s z%d us/tile: cold API: %s; SQL: %s; cached: %s\n", l.Name, z,
-				api.CPUNote("postgres", "bench"), raw.CPUNote("postgres", "bench"), cached.CPUNote("redis-server", "bench"))
+				api.CPUNote("pg:bench", "bench"), raw.CPUNote("pg:bench", "bench"), cached.CPUNote("redis-server", "bench"))
 		}
 	}
 	return nil

@@ -83,3 +83,27 @@ func load(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	return nil
 }
+
+// ServerProcesses returns a func listing the PostgreSQL server processes
+// of pool's database by client: each application_name in groups maps to
+// a group name for load.Groups, so that CPU accounting tells a run's
+// database work from that of other clients of the same server.
+func ServerProcesses(pool *pgxpool.Pool, groups map[string]string) func() map[string][]int {
+	return func() map[string][]int {
+		rows, err := pool.Query(context.Background(),
+			"SELECT pid, application_name FROM pg_stat_activity WHERE datname = current_database()")
+		if err != nil {
+			return nil
+		}
+		defer rows.Close()
+		out := map[string][]int{}
+		for rows.Next() {
+			var pid int
+			var app string
+			if rows.Scan(&pid, &app) == nil && groups[app] != "" {
+				out[groups[app]] = append(out[groups[app]], pid)
+			}
+		}
+		return out
+	}
+}

@@ -21,20 +21,39 @@ func CPU() map[string]time.Duration {
 	self := strconv.Itoa(os.Getpid())
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		name, ticks, ok := parseStat(b)
+		name, ticks, ok := procCPU(d)
 		if !ok {
 			continue
 		}
 		if filepath.Base(d) == self {
 			name = "bench"
 		}
-		out[name] += time.Duration(ticks) * clockTick
+		out[name] += ticks
+	}
+	if Groups != nil {
+		for g, pids := range Groups() {
+			for _, pid := range pids {
+				if _, ticks, ok := procCPU("/proc/" + strconv.Itoa(pid)); ok {
+					out[g] += ticks
+				}
+			}
+		}
 	}
 	return out
+}
+
+// Groups, when set, names more groups for CPU by their process ids, such
+// as the PostgreSQL server processes of one application_name, so that a
+// run's database work is told from other clients' on the same server.
+var Groups func() map[string][]int
+
+func procCPU(dir string) (string, time.Duration, bool) {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	name, ticks, ok := parseStat(b)
+	return name, time.Duration(ticks) * clockTick, ok
 }
 
 // parseStat reads the command name and utime+stime of a /proc/PID/stat
