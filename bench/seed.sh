@@ -19,7 +19,9 @@
 # "RESULT seed ..." line per case for scripts/bench.sh.
 #   SEED_PYTHON (/usr/bin/python3), SEED_CONC (32), SEED_DUR (5s), SEED_TRIALS (3), SEED_DBNAME
 #   (geogate_geofence_bench, created with the demo data when missing) tune it;
-#   SEED_RESULTS (bench/results) is where the table, logs and profiles go.
+#   SEED_RESULTS (bench/results) is where the table, logs and profiles go;
+#   SEED_POOL (8) is the PostgreSQL pool of both services (DB_MAX_CONNS and
+#   the seed's asyncpg max_size), sized for 2 cores.
 # BENCH_PROFILE=1 adds two untimed geogate trials per case, each writing
 # profiles of api serve under that load to $SEED_RESULTS:
 #   - perf call graphs (Go and kernel side): api-<case>.perf.prof, top
@@ -78,10 +80,12 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$((conc + 4)) \
+# Both sides get the same PostgreSQL pool, sized for the machine's cores.
+pool=${SEED_POOL:-8}
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$pool DB_MIN_CONNS=$pool \
   PPROF_ADDR=$pprof_addr bin/api serve --port "$api_port" >/dev/null 2>"$res/seed-api.log" &
 pids+=($!)
-DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 \
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 SEED_POOL=$pool \
   "$py" -m uvicorn app:app --app-dir bench/seedapp --host 127.0.0.1 --port "$seed_port" \
   --workers 1 --log-level warning --no-access-log >/dev/null 2>"$res/seed-uvicorn.log" &
 pids+=($!)

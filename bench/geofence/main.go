@@ -3,7 +3,9 @@
 //
 //   - /within at radius 1 km and 20 km, at several concurrencies, through
 //     the HTTP API of a real `api serve` process (authentication and the
-//     "geofence" rate limit in the path, the limit raised out of the way)
+//     "geofence" rate limit in the path, the limit raised out of the way,
+//     a PostgreSQL pool of -api-pool connections: fewer server processes
+//     than clients serve more on 2 cores)
 //     next to the identical SQL driven straight through pgx at the same
 //     concurrency: requests/s, p50 and p99 for both, and their ratio;
 //   - the same /within through the geofence routes alone, served in this
@@ -57,8 +59,10 @@ func main() {
 	dur := flag.Duration("d", 5*time.Second, "duration of each run")
 	batchConc := flag.Int("batch-c", 4, "concurrency of the containment runs")
 	runs := flag.Int("runs", 1, "runs of each case, alternating the sides; medians are printed")
+	apiPool := flag.Int("api-pool", 8, "DB_MAX_CONNS of the API: a pool sized for the machine's cores (the direct SQL side keeps one connection per client)")
 	flag.Parse()
 	b := &bench{dur: *dur, runs: max(*runs, 1)}
+	b.apiPool = *apiPool
 	if err := b.run(*dbURL, *dbName, *redisURL, *apiBin, ints(*concs), ints(*radii), *batchConc); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/geofence:", err)
 		os.Exit(1)
@@ -70,6 +74,8 @@ type bench struct {
 	runs   int
 	points [][2]float64 // /within centres: random city positions
 	base   string       // API base URL
+	// apiPool is the API's DB_MAX_CONNS.
+	apiPool int
 	svc    *geofence.Service
 }
 
@@ -101,7 +107,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	if b.points, err = cityPoints(ctx, pool, 5000); err != nil {
 		return err
 	}
-	stop, err := b.startAPI(apiBin, dbURL, redisURL, maxC)
+	stop, err := b.startAPI(apiBin, dbURL, redisURL)
 	if err != nil {
 		return err
 	}
@@ -285,7 +291,7 @@ func (b *bench) serveInProcess() (string, error) {
 // startAPI starts `api serve` on a free loopback port with the geofence
 // rate limit raised out of the way and waits for /healthz. The returned
 // func stops it.
-func (b *bench) startAPI(bin, dbURL, redisURL string, maxConns int) (func(), error) {
+func (b *bench) startAPI(bin, dbURL, redisURL string) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -296,7 +302,7 @@ func (b *bench) startAPI(bin, dbURL, redisURL string, maxConns int) (func(), err
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL,
 		"RATELIMIT_GEOFENCE=100000/1s", // the exact log's largest window
-		"DB_MAX_CONNS="+strconv.Itoa(maxConns+4), "DB_MIN_CONNS="+strconv.Itoa(maxConns+4),
+		"DB_MAX_CONNS="+strconv.Itoa(b.apiPool), "DB_MIN_CONNS="+strconv.Itoa(b.apiPool),
 		"LOG_LEVEL=warn", // no access log line per request
 	)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr

@@ -43,13 +43,14 @@ LIMIT 100
 app = FastAPI()
 LIMIT = int(os.environ.get("SEED_LIMIT", "10"))
 WINDOW_MS = int(os.environ.get("SEED_WINDOW_MS", "1000"))
+POOL = int(os.environ.get("SEED_POOL", "16"))
 
 
 @app.on_event("startup")
 async def startup():
     app.state.redis = Redis.from_url(os.environ["REDIS_URL"])
     app.state.sha = await app.state.redis.script_load(SCRIPT)
-    app.state.pool = await asyncpg.create_pool(os.environ["DATABASE_URL"], min_size=4, max_size=16)
+    app.state.pool = await asyncpg.create_pool(os.environ["DATABASE_URL"], min_size=min(4, POOL), max_size=POOL)
 
 
 async def enforce_limit(request: Request):
