@@ -35,8 +35,9 @@ func main() {
 	runs := flag.Int("runs", 3, "alternating runs of each side; the median is reported")
 	keys := flag.Int("keys", 1000, "distinct identities")
 	pipeline := flag.Int("pipeline", 16, "also measure Options.Pipeline at this depth (0: skip)")
+	workers := flag.Int("pipeline-workers", 0, "Options.PipelineWorkers (0: the limiter's default)")
 	flag.Parse()
-	if err := run(*url, *conc, *dur, *runs, *keys, *pipeline); err != nil {
+	if err := run(*url, *conc, *dur, *runs, *keys, *pipeline, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/ratelimit:", err)
 		os.Exit(1)
 	}
@@ -60,7 +61,7 @@ func median(xs []load.Result) load.Result {
 	return xs[len(xs)/2]
 }
 
-func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) error {
+func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline, workers int) error {
 	ctx := context.Background()
 	c, err := rdb.Open(ctx, url, time.Second)
 	if err != nil {
@@ -102,7 +103,7 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline int) err
 		_, err := l.Allow(ctx, "bench", ids[(w*7919+i)%nkeys], 1)
 		return err
 	}
-	lp, err := ratelimit.New(c, policies, ratelimit.Options{Timeout: time.Second, Pipeline: pipeline})
+	lp, err := ratelimit.New(c, policies, ratelimit.Options{Timeout: time.Second, Pipeline: pipeline, PipelineWorkers: workers})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,10 @@ type call struct {
 var errClosed = errors.New("ratelimit: limiter closed")
 
 func newBatcher(c redis.UniversalClient, max, workers int, timeout time.Duration, onReload func()) *batcher {
-	b := &batcher{c: c, in: make(chan *call), max: max, timeout: timeout, onReload: onReload, quit: make(chan struct{})}
+	// A buffered queue: a caller hands its call over without waiting for
+	// a sender to be ready (and without a wake-up just to do that); it
+	// then sleeps once, until its answer is in.
+	b := &batcher{c: c, in: make(chan *call, max*workers), max: max, timeout: timeout, onReload: onReload, quit: make(chan struct{})}
 	for range workers {
 		b.wg.Go(b.loop)
 	}
