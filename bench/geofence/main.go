@@ -76,7 +76,7 @@ type bench struct {
 	base   string       // API base URL
 	// apiPool is the API's DB_MAX_CONNS.
 	apiPool int
-	svc    *geofence.Service
+	svc     *geofence.Service
 }
 
 func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []int, batchConc int) error {
