@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -29,22 +27,15 @@ func TestGeofenceEndToEnd(t *testing.T) {
 		{"over budget", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 429, ""},
 	}
 	for _, tt := range tests {
-		req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
-		req.Header.Set("X-Forwarded-For", client)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tt.wantCode {
-			t.Errorf("%s: %s %s = %d %.200s, want %d", tt.name, tt.method, tt.path, resp.StatusCode, body, tt.wantCode)
+		code, header, body := callWith(t, tt.method, base+tt.path, tt.body, "X-Forwarded-For", client)
+		if code != tt.wantCode {
+			t.Errorf("%s: %s %s = %d %.200s, want %d", tt.name, tt.method, tt.path, code, body, tt.wantCode)
 		}
 		if tt.wantRemaining != "" {
-			if p := resp.Header.Get("RateLimit-Policy"); !strings.Contains(p, "geofence") {
+			if p := header.Get("RateLimit-Policy"); !strings.Contains(p, "geofence") {
 				t.Errorf("%s: RateLimit-Policy = %q, want the geofence policy", tt.name, p)
 			}
-			if got := resp.Header.Get("RateLimit-Remaining"); got != tt.wantRemaining {
+			if got := header.Get("RateLimit-Remaining"); got != tt.wantRemaining {
 				t.Errorf("%s: RateLimit-Remaining = %q, want %s", tt.name, got, tt.wantRemaining)
 			}
 		}
