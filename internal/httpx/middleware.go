@@ -59,7 +59,11 @@ func AccessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		Logger(c).Info("request",
+		l := Logger(c)
+		if !l.Enabled(c.Request.Context(), slog.LevelInfo) {
+			return // LOG_LEVEL above info: do not even build the line
+		}
+		l.Info("request",
 			"method", c.Request.Method,
 			"route", routeOf(c),
 			"path", c.Request.URL.Path,
