@@ -17,7 +17,12 @@ import (
 // Invalid input (NaN, out-of-range coordinates, negative radius) is never
 // contained.
 func (s *SpatialScope) ContainsCircle(lng, lat, radiusMeters float64) bool {
-	parts, ok := circleBoxes(lng, lat, radiusMeters)
+	return s.containsParts(circleBoxes(lng, lat, radiusMeters))
+}
+
+// containsParts reports whether every box of a valid (ok) shape lies
+// inside the scope; a nil scope holds everything valid.
+func (s *SpatialScope) containsParts(parts []box, ok bool) bool {
 	if !ok {
 		return false
 	}
@@ -82,19 +87,7 @@ func bboxParts(minLng, minLat, maxLng, maxLat float64) ([]box, bool) {
 // boundary counts as inside). minLng > maxLng means a box crossing the
 // antimeridian. An invalid box is never contained.
 func (s *SpatialScope) ContainsBBox(minLng, minLat, maxLng, maxLat float64) bool {
-	parts, ok := bboxParts(minLng, minLat, maxLng, maxLat)
-	if !ok {
-		return false
-	}
-	if s == nil {
-		return true
-	}
-	for _, b := range parts {
-		if !s.containsBox(b) {
-			return false
-		}
-	}
-	return true
+	return s.containsParts(bboxParts(minLng, minLat, maxLng, maxLat))
 }
 
 // IntersectsBBox reports whether the box and the scope share any point.
