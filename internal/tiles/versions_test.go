@@ -160,15 +160,8 @@ func TestSingleflight(t *testing.T) {
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
 	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }})
-	ctx := context.Background()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, db)
+	defer unlock()
 	const n = 20
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	var wg sync.WaitGroup
@@ -182,7 +175,7 @@ func TestSingleflight(t *testing.T) {
 	}
 	waitFor(t, func() bool { return arrived.Load() == n && blockedRenders(t, db) == 1 })
 	time.Sleep(100 * time.Millisecond) // from OnMiss to joining the flight is a few instructions
-	_ = tx.Rollback(ctx)
+	unlock()
 	wg.Wait()
 	for i, c := range codes {
 		if c != http.StatusOK {
@@ -201,14 +194,8 @@ func TestDisconnectCancelsRender(t *testing.T) {
 	db := fixtureDB(t)
 	rp := newReplica(t, db, nil, "", Options{})
 	ctx := context.Background()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, db)
+	defer unlock()
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan int)
 	go func() {
@@ -235,6 +222,23 @@ func blockedRenders(t *testing.T, db *pgxpool.Pool) int {
 	return n
 }
 
+// lockPlaces holds places locked against every query until unlock (also
+// called when the test ends; a second call does nothing).
+func lockPlaces(t *testing.T, db *pgxpool.Pool) (unlock func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+}
+
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -257,15 +261,8 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	var arrived atomic.Int64
 	count := Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }}
 	replicas := []replica{newReplica(t, db, rdb, prefix, count), newReplica(t, db, rdb, prefix, count)}
-	ctx := context.Background()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, db)
+	defer unlock()
 	const perReplica = 5
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	var wg sync.WaitGroup
@@ -282,7 +279,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	if n := blockedRenders(t, db); n != 1 {
 		t.Errorf("%d tile queries wait in PostgreSQL, want 1", n)
 	}
-	_ = tx.Rollback(ctx)
+	unlock()
 	wg.Wait()
 	for i, c := range codes {
 		if c != http.StatusOK {
