@@ -26,10 +26,31 @@ go test -race -count=1 -timeout 30m "$@" ./...
 # Fuzz targets run for a bounded time each; their seed corpora live in
 # testdata/fuzz and already ran above as ordinary tests.
 fuzztime=${FUZZTIME:-10s}
+
+# fuzz_one runs one target. Go 1.26's fuzz coordinator can report its own
+# -fuzztime deadline as a failure on a busy machine (golang/go#75804, fixed
+# in Go 1.27): a bare "context deadline exceeded" with no failing input.
+# A real finding always writes its input to testdata/fuzz and names it, so
+# only that bare report is run again, once, and then let pass.
+fuzz_one() { # package target
+  local out attempt
+  for attempt in 1 2; do
+    if out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1" 2>&1); then
+      echo "$out"
+      return 0
+    fi
+    echo "$out"
+    if ! grep -q 'context deadline exceeded' <<<"$out" || grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
+      return 1
+    fi
+    echo "fuzz $2: the fuzz engine's deadline race (golang/go#75804), no failing input (attempt $attempt)" >&2
+  done
+}
+
 for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "fuzz $pkg $target for $fuzztime"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+    fuzz_one "$pkg" "$target"
   done
 done
