@@ -256,21 +256,25 @@ func background(base, path string) (stop func() []outcome) {
 	}
 }
 
+// redisFaultModes are the failure modes of the "geofence" policy with the
+// statuses of 7 /within requests while Redis is down or hangs (limit 5/1m):
+// the local fallback counts in process, open admits, closed refuses.
+var redisFaultModes = []struct {
+	mode string
+	want []int
+}{
+	{"local", []int{200, 200, 200, 200, 200, 429, 429}},
+	{"open", []int{200, 200, 200, 200, 200, 200, 200}},
+	{"closed", []int{503, 503, 503, 503, 503, 503, 503}},
+}
+
 // TestFaultRedisStopped kills the service's Redis under traffic and starts
 // it again, for each failure mode of the geofence policy: /within follows
 // the mode, tiles keep answering uncached, /readyz names Redis, nothing
 // waits past faultMaxRequest, and once Redis is back limiting and the tile
 // cache resume without a restart.
 func TestFaultRedisStopped(t *testing.T) {
-	tests := []struct {
-		mode string
-		want []int // statuses of 7 /within requests while Redis is down (limit 5/1m)
-	}{
-		{"local", []int{200, 200, 200, 200, 200, 429, 429}},
-		{"open", []int{200, 200, 200, 200, 200, 200, 200}},
-		{"closed", []int{503, 503, 503, 503, 503, 503, 503}},
-	}
-	for _, tt := range tests {
+	for _, tt := range redisFaultModes {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel() // each mode has its own Redis and service
 			base, r, rc := privateRedisService(t, tt.mode)
@@ -342,15 +346,7 @@ func TestFaultRedisStopped(t *testing.T) {
 // with the mode's answer, tiles render uncached, and after SIGCONT Redis
 // decides again.
 func TestFaultRedisHung(t *testing.T) {
-	tests := []struct {
-		mode string
-		want []int // statuses of 7 /within requests while Redis hangs (limit 5/1m)
-	}{
-		{"local", []int{200, 200, 200, 200, 200, 429, 429}},
-		{"open", []int{200, 200, 200, 200, 200, 200, 200}},
-		{"closed", []int{503, 503, 503, 503, 503, 503, 503}},
-	}
-	for _, tt := range tests {
+	for _, tt := range redisFaultModes {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel() // each mode has its own Redis and service
 			base, r, rc := privateRedisService(t, tt.mode)

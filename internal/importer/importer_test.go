@@ -76,6 +76,11 @@ const (
 `
 	cities = `[{"name":"Berlin","lat":"52.52","lng":"13.41","country":"DE","admin1":"16","admin2":"00"},
  {"name":"Paris","lat":"48.86","lng":"2.35","country":"FR","admin1":"11","admin2":"75"}]`
+	// Small inputs for the import modes: one row, two rows, and two rows
+	// of which the second is bad (latitude 95).
+	oneCity   = `[{"name":"one","lat":"1","lng":"1"}]`
+	twoCities = `[{"name":"two","lat":"2","lng":"2"},{"name":"three","lat":"3","lng":"3"}]`
+	badCities = `[{"name":"four","lat":"4","lng":"4"},{"name":"five","lat":"95","lng":"5"}]`
 )
 
 var (
@@ -310,11 +315,6 @@ func TestImportSkipBad(t *testing.T) {
 }
 
 func TestImportModes(t *testing.T) {
-	const (
-		one = `[{"name":"one","lat":"1","lng":"1"}]`
-		two = `[{"name":"two","lat":"2","lng":"2"},{"name":"three","lat":"3","lng":"3"}]`
-		bad = `[{"name":"four","lat":"4","lng":"4"},{"name":"five","lat":"95","lng":"5"}]`
-	)
 	tests := []struct {
 		name         string
 		first        string
@@ -324,12 +324,12 @@ func TestImportModes(t *testing.T) {
 		wantNotEmpty bool
 		wantNames    []string
 	}{
-		{"append", one, two, importer.Options{}, false, false, []string{"one", "two", "three"}},
-		{"replace", one, two, importer.Options{Replace: true}, false, false, []string{"two", "three"}},
-		{"replace with a bad feature", one, bad, importer.Options{Replace: true}, true, false, []string{"one"}},
-		{"replace skipping bad features", one, bad, importer.Options{Replace: true, SkipBad: true}, false, false, []string{"four"}},
-		{"if-empty on a full layer", one, two, importer.Options{IfEmpty: true}, false, true, []string{"one"}},
-		{"if-empty on an empty layer", "", two, importer.Options{IfEmpty: true}, false, false, []string{"two", "three"}},
+		{"append", oneCity, twoCities, importer.Options{}, false, false, []string{"one", "two", "three"}},
+		{"replace", oneCity, twoCities, importer.Options{Replace: true}, false, false, []string{"two", "three"}},
+		{"replace with a bad feature", oneCity, badCities, importer.Options{Replace: true}, true, false, []string{"one"}},
+		{"replace skipping bad features", oneCity, badCities, importer.Options{Replace: true, SkipBad: true}, false, false, []string{"four"}},
+		{"if-empty on a full layer", oneCity, twoCities, importer.Options{IfEmpty: true}, false, true, []string{"one"}},
+		{"if-empty on an empty layer", "", twoCities, importer.Options{IfEmpty: true}, false, false, []string{"two", "three"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,11 +74,6 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 // the tile version moves on exactly when rows changed, and that the
 // triggers still fire for writes after the import.
 func TestImportKeepsLayerDefinition(t *testing.T) {
-	const (
-		one = `[{"name":"one","lat":"1","lng":"1"}]`
-		two = `[{"name":"two","lat":"2","lng":"2"},{"name":"three","lat":"3","lng":"3"}]`
-		bad = `[{"name":"four","lat":"4","lng":"4"},{"name":"five","lat":"95","lng":"5"}]`
-	)
 	tests := []struct {
 		name       string
 		first      string
@@ -88,12 +83,12 @@ func TestImportKeepsLayerDefinition(t *testing.T) {
 		wantBumped bool
 		wantSwap   bool // a new table took the layer's place
 	}{
-		{"replace", one, two, importer.Options{Replace: true}, false, true, true},
-		{"replace with a bad feature", one, bad, importer.Options{Replace: true}, true, false, false},
-		{"fill an empty layer", "", two, importer.Options{}, false, true, true},
-		{"fill an empty layer with a bad feature", "", bad, importer.Options{}, true, false, false},
-		{"if-empty on a full layer", one, two, importer.Options{IfEmpty: true}, false, false, false},
-		{"append", one, two, importer.Options{}, false, true, false},
+		{"replace", oneCity, twoCities, importer.Options{Replace: true}, false, true, true},
+		{"replace with a bad feature", oneCity, badCities, importer.Options{Replace: true}, true, false, false},
+		{"fill an empty layer", "", twoCities, importer.Options{}, false, true, true},
+		{"fill an empty layer with a bad feature", "", badCities, importer.Options{}, true, false, false},
+		{"if-empty on a full layer", oneCity, twoCities, importer.Options{IfEmpty: true}, false, false, false},
+		{"append", oneCity, twoCities, importer.Options{}, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
