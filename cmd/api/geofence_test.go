@@ -10,9 +10,7 @@ import (
 // scopes, writes need credentials, and every route spends the "geofence"
 // budget, /within by radius (an invalid radius costs 1 and gets a 422).
 func TestGeofenceEndToEnd(t *testing.T) {
-	env := map[string]string{"RATELIMIT_GEOFENCE": "12/1m"}
-	client := ownClient(env)
-	base, _ := startService(t, env)
+	base, _ := startService(t, map[string]string{"RATELIMIT_GEOFENCE": "12/1m"})
 	tests := []struct {
 		name, method, path, body string
 		wantCode                 int
@@ -27,7 +25,7 @@ func TestGeofenceEndToEnd(t *testing.T) {
 		{"over budget", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 429, ""},
 	}
 	for _, tt := range tests {
-		code, header, body := callWith(t, tt.method, base+tt.path, tt.body, "X-Forwarded-For", client)
+		code, header, body := call(t, tt.method, base+tt.path, "", tt.body)
 		if code != tt.wantCode {
 			t.Errorf("%s: %s %s = %d %.200s, want %d", tt.name, tt.method, tt.path, code, body, tt.wantCode)
 		}

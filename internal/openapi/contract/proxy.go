@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Recorder collects the violations found in a series of exchanges.
@@ -55,7 +58,7 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", 
 
 // Proxy starts an HTTP server that forwards every request to target
 // unchanged (no X-Forwarded-* headers are added, compression is passed
-// through) and checks each exchange against the document the target
+// through) from a loopback address of its own (see clientAddr), and checks each exchange against the document the target
 // serves on /openapi.json, which carries its configured limits. It returns
 // the proxy's base URL; when the test ends the proxy stops and every
 // violation fails the test.
@@ -91,7 +94,8 @@ func Handler(target string, rec *Recorder) http.Handler {
 	if err != nil {
 		panic(fmt.Sprintf("contract: bad target %q: %v", target, err))
 	}
-	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: clientAddr()}, Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext, DisableCompression: true, MaxIdleConnsPerHost: 16}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqBody, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -137,6 +141,15 @@ func Handler(target string, rec *Recorder) http.Handler {
 		seen.URL.Scheme, seen.URL.Host = "http", r.Host
 		rec.Record(context.Background(), Exchange{Request: seen, RequestBody: reqBody, Status: resp.StatusCode, Header: resp.Header, Body: body})
 	})
+}
+
+// clientAddr draws a loopback address other than 127.0.0.1 (Linux answers
+// on all of 127.0.0.0/8). Connecting from it gives each proxied service
+// one anonymous client of its own, so that tests running side by side
+// against one Redis do not spend each other's anonymous rate limits.
+func clientAddr() net.IP {
+	n := 2 + rand.Uint32N(1<<24-3) // not .0, .1 or the broadcast address
+	return net.IPv4(127, byte(n>>16), byte(n>>8), byte(n))
 }
 
 func jsonUnmarshal(b []byte, v any) error {
