@@ -3,143 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
-
-// chromiumPath finds the browser the documentation test drives: $CHROMIUM,
-// else Debian's chromium. The test fails (never skips) without one.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
-		if p == "" {
-			continue
-		}
-		if _, err := exec.LookPath(p); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no Chromium found: install it with `apt-get install -y chromium` (scripts/test.sh does) or set CHROMIUM to its path")
-	return ""
-}
-
-// artifactDir is where screenshots go: $TEST_ARTIFACTS/<test>, else
-// test-artifacts/<test> at the repository root (git-ignored).
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	root := os.Getenv("TEST_ARTIFACTS")
-	if root == "" {
-		root = filepath.Join("..", "..", "test-artifacts")
-	}
-	dir := filepath.Join(root, t.Name())
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// newBrowser starts a headless Chromium with a fresh profile and returns a
-// tab context. Console errors, uncaught exceptions and browser log errors
-// (a page that breaks its own Content-Security-Policy shows up there) are
-// collected.
-func newBrowser(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 1600),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tab, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-
-	var mu sync.Mutex
-	var problems []string
-	add := func(msg string) {
-		mu.Lock()
-		problems = append(problems, msg)
-		mu.Unlock()
-	}
-	err := chromedp.Listen(tab, func(ev any) {
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type != runtime.ConsoleAPICalledTypeError {
-				return
-			}
-			var parts []string
-			for _, a := range e.Args {
-				parts = append(parts, strings.Trim(string(a.Value), `"`)+a.Description)
-			}
-			add("console error: " + strings.Join(parts, " "))
-		case *runtime.EventExceptionThrown:
-			msg := "uncaught: " + e.ExceptionDetails.Text
-			if e.ExceptionDetails.Exception != nil {
-				msg += " " + e.ExceptionDetails.Exception.Description
-			}
-			add(msg)
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError {
-				add(fmt.Sprintf("log (%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	enableLog := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
-		return err
-	})
-	if err := chromedp.Do(tab, enableLog); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), problems...)
-	}
-}
-
-func screenshot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	img, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	p := filepath.Join(dir, name+".png")
-	if err := os.WriteFile(p, img, 0o644); err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	t.Logf("screenshot: %s", p)
-}
 
 // documentedOperations lists "METHOD /path" for every operation.
 func documentedOperations(t *testing.T) []string {
@@ -173,7 +46,7 @@ func TestDocsInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none"})
-	ctx, problems := newBrowser(t)
+	ctx, problems := newBrowser(t, true, docsBrowser)
 	dir := artifactDir(t)
 	want := documentedOperations(t)
 

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/geogate/geogate/internal/auth"
@@ -23,53 +21,6 @@ INSERT INTO places (name, properties, geom) VALUES
   ('Sydney',  '{"country":"AU"}', ST_SetSRID(ST_MakePoint(151.20732, -33.86785), 4326));
 INSERT INTO geofences (name, properties, geom) VALUES
   ('berlin-box', '{"A3":"BER"}', ST_Multi(ST_MakeEnvelope(13.0, 52.3, 13.8, 52.7, 4326)));`
-
-// newMapBrowser starts a headless Chromium that can run WebGL on the CPU
-// (SwiftShader) and collects uncaught exceptions.
-func newMapBrowser(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("enable-unsafe-swiftshader", true),
-		chromedp.Flag("use-angle", "swiftshader"),
-		chromedp.Flag("ignore-gpu-blocklist", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1200, 800),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tab, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	var mu sync.Mutex
-	var problems []string
-	err := chromedp.Listen(tab, func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			msg := "uncaught: " + e.ExceptionDetails.Text
-			if e.ExceptionDetails.Exception != nil {
-				msg += " " + e.ExceptionDetails.Exception.Description
-			}
-			mu.Lock()
-			problems = append(problems, msg)
-			mu.Unlock()
-		}
-	})
-	if err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), problems...)
-	}
-}
 
 // TestMapInBrowser opens the map page in Chromium, enters an API key (the
 // service grants anonymous callers nothing, so tiles and /within only work
@@ -89,7 +40,7 @@ func TestMapInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none"})
-	ctx, problems := newMapBrowser(t)
+	ctx, problems := newBrowser(t, false, mapBrowser)
 	dir := artifactDir(t)
 	defer func() {
 		for _, p := range problems() {
