@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,5 +124,59 @@ func TestKeysAndTokenCLIErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("api %s = %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+// TestSpatialScopeOnFenceWrites checks that a key confined to a box
+// around Berlin may write fences inside it only: a fence elsewhere or one
+// straddling the box edge is refused with 403 on create and on update, and
+// a refused update leaves the fence as it was.
+func TestSpatialScopeOnFenceWrites(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	env := map[string]string{
+		"DATABASE_URL": dbURL,
+		"REDIS_URL":    testenv.Getenv(t, "TEST_REDIS_URL"),
+	}
+	key := runCLI(t, env, "keys", "create", "--name", "berlin-"+testenv.Prefix(t), "--scopes", "all", "--bbox", "13,52,14,53")
+	base, _ := startService(t, env)
+
+	fence := func(w, s, e, n float64) string {
+		return fmt.Sprintf(`{"type":"Feature","properties":{"name":"f"},"geometry":{"type":"Polygon","coordinates":[[[%[1]g,%[2]g],[%[3]g,%[2]g],[%[3]g,%[4]g],[%[1]g,%[4]g],[%[1]g,%[2]g]]]}}`, w, s, e, n)
+	}
+	inside, paris, straddling := fence(13.3, 52.4, 13.5, 52.6), fence(2.2, 48.8, 2.4, 48.9), fence(13.9, 52.4, 14.1, 52.6)
+
+	status, _, body := call(t, "POST", base+"/geofences", key, inside)
+	if status != http.StatusCreated {
+		t.Fatalf("POST a fence inside the scope = %d %.300s, want 201", status, body)
+	}
+	var created struct {
+		ID any `json:"id"`
+	}
+	if err := json.Unmarshal(body, &created); err != nil || created.ID == nil {
+		t.Fatalf("created fence %s: no id (%v)", body, err)
+	}
+	fenceURL := fmt.Sprintf("%s/geofences/%v", base, created.ID)
+
+	for _, tc := range []struct {
+		name, method, url, body string
+	}{
+		{"CreateElsewhere", "POST", base + "/geofences", paris},
+		{"CreateStraddling", "POST", base + "/geofences", straddling},
+		{"UpdateElsewhere", "PUT", fenceURL, paris},
+		{"UpdateStraddling", "PUT", fenceURL, straddling},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := call(t, tc.method, tc.url, key, tc.body)
+			var got struct{ Detail string }
+			_ = json.Unmarshal(body, &got)
+			if status != http.StatusForbidden || !strings.Contains(got.Detail, "spatial scope") {
+				t.Errorf("%s = %d %.300s, want 403 naming the spatial scope", tc.name, status, body)
+			}
+		})
+	}
+
+	status, _, body = call(t, "GET", fenceURL, key, "")
+	if status != http.StatusOK || !strings.Contains(string(body), "13.3") || strings.Contains(string(body), "2.2") {
+		t.Errorf("GET the fence after refused updates = %d %.300s, want it unchanged inside Berlin", status, body)
 	}
 }
