@@ -50,7 +50,7 @@ run_case() { # name command...
 for c in "${cases[@]}"; do
   case $c in
     ratelimit) RL_DUR=$dur RL_RUNS=$trials run_case ratelimit bench/ratelimit.sh ;;
-    geofence)  GEOFENCE_CONC=$conc GEOFENCE_DUR=$dur GEOFENCE_RUNS=$trials run_case geofence bench/geofence.sh ;;
+    geofence)  GEOFENCE_CONC=${BENCH_GEOFENCE_CONC:-8,$conc} GEOFENCE_DUR=$dur GEOFENCE_RUNS=$trials run_case geofence bench/geofence.sh ;;
     tiles)     TILES_DUR=$tdur TILES_RUNS=$trials TILES_CPUPROFILE=${BENCH_PROFILE:+bench/results/tiles.cpu.prof} run_case tiles bench/tiles.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
@@ -92,7 +92,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         api=$5; ap=$7; sql=$9; sp=$11; ratio=api/sql
         printf "| `/within` %s km, concurrency %s | %.0f req/s (%s), p99 %.2f ms | the same SQL through pgx: %.0f q/s (%s), p99 %.2f ms; the handler alone, no auth or limiter: %.0f (%s) | %.0f%% rate, %.1fx p99 | 80%% of the rate, p99 within 1.5x | %s |\n", $1/1000, $3, api, ar, ap, sql, sr, sp, $15, hr, 100*ratio, ap/sp, (ratio >= 0.8 && ap <= 1.5*sp) ? "yes" : "no"
       }
-      $1 == "cpu" { r = $2; sub(/^cpu [0-9]+ [0-9]+ us\/request: /, ""); printf "| CPU per `/within` request, %s km (microseconds, by process) | %s | | | | |\n", r/1000, $0 }
+      $1 == "cpu" { r = $2; c = $3; sub(/^cpu [0-9]+ [0-9]+ us\/request: /, ""); printf "| CPU per `/within` request, %s km, concurrency %s (microseconds, by process) | %s | | | | |\n", r/1000, c, $0 }
       /^API POST \/geofences\/contains/ { a=$(NF-1) }
       /^SQL, subdivided parts/ { s=$(NF-1) }
       /^SQL, naive/ { n=$(NF-1) }
