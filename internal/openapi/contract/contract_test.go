@@ -271,3 +271,24 @@ func TestWrap(t *testing.T) {
 		t.Errorf("Wrap reported %q, want one violation for the undocumented 202", ft.errors)
 	}
 }
+
+// TestWrapSkipsAbandoned checks that an answer to a client that went away
+// (a 499 nobody received) is not held against the document.
+func TestWrapSkipsAbandoned(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cancel() // the client disconnects while the handler works
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(499)
+		_, _ = w.Write([]byte(`{"detail":"Client closed request."}`))
+	})
+	ft := &fakeT{TB: t}
+	wrapped := Wrap(ft, h, openapi.Limits{})
+	wrapped.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/healthz", nil).WithContext(ctx))
+	for _, fn := range ft.cleanups {
+		fn()
+	}
+	if len(ft.errors) != 0 {
+		t.Errorf("Wrap reported %q for an abandoned request, want nothing", ft.errors)
+	}
+}

@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -40,6 +41,9 @@ func Wrap(t testing.TB, h http.Handler, l openapi.Limits) http.Handler {
 		seen := r.Clone(context.WithoutCancel(r.Context()))
 		cw := &captureWriter{ResponseWriter: w}
 		h.ServeHTTP(cw, r)
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			return // the client went away: nobody received the answer
+		}
 		if cw.status == 0 {
 			cw.status = http.StatusOK
 			cw.header = w.Header().Clone()
