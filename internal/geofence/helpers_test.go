@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi"
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -30,8 +32,26 @@ var testRules = Rules{
 var testLimits = Limits{QueryTimeout: 5 * time.Second, AcquireTimeout: 2 * time.Second}
 
 // newTestService returns a Service over pool with the built-in layers
-// plus extra ones, and a router with its routes.
-func newTestService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, *gin.Engine) {
+// plus extra ones, and a handler with its routes whose every exchange is
+// checked against the OpenAPI document (with testRules' limits) when the
+// test ends.
+func newTestService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, http.Handler) {
+	t.Helper()
+	svc, r := newRawService(t, pool, limits, extraLayers...)
+	return svc, contract.Wrap(t, r, testDocLimits)
+}
+
+// testDocLimits are testRules as the document states them.
+var testDocLimits = openapi.Limits{
+	MaxRadius:      testRules.MaxRadius,
+	DefaultLimit:   testRules.DefaultLimit,
+	MaxLimit:       testRules.MaxLimit,
+	MaxBatchPoints: testRules.MaxBatchPoints,
+}
+
+// newRawService is newTestService without the contract check, for
+// benchmarks and fuzz targets, which check what they need per input.
+func newRawService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, *gin.Engine) {
 	t.Helper()
 	svc, err := New(context.Background(), pool, Settings{Limits: limits, Layers: append([]string{"places", "geofences"}, extraLayers...)})
 	if err != nil {

@@ -44,20 +44,28 @@ func param(v url.Values, name string, errs *httpx.ValidationError) (string, bool
 	return vals[0], true
 }
 
-// parseNumber parses a finite decimal number.
+// parseNumber parses a finite decimal number. Go float literals that are
+// not decimal numbers (0x1p4, 1_000) and surrounding spaces are refused,
+// as the OpenAPI document's number type does.
 func parseNumber(s string) (float64, string) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	f, err := strconv.ParseFloat(s, 64)
 	switch {
 	case s == "":
 		return 0, "Input should be a valid number, got an empty string."
 	case err != nil && strings.Contains(err.Error(), "range"):
 		return 0, "Input should be a finite number."
-	case err != nil:
-		return 0, "Input should be a valid number."
-	case math.IsNaN(f) || math.IsInf(f, 0):
+	case err == nil && (math.IsNaN(f) || math.IsInf(f, 0)):
 		return 0, "Input should be a finite number."
+	case err != nil || !isDecimal(s):
+		return 0, "Input should be a valid number."
 	}
 	return f, ""
+}
+
+// isDecimal reports whether s holds only the characters of a decimal
+// number (sign, digits, point, exponent).
+func isDecimal(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return !strings.ContainsRune("+-.0123456789eE", r) })
 }
 
 // number reads a required finite number in [lo, hi] from the query.
@@ -190,10 +198,10 @@ func withinScope(q WithinQuery) string {
 	return fmt.Sprintf("within|%s|%x|%x|%x", q.Layer, math.Float64bits(q.Lng), math.Float64bits(q.Lat), math.Float64bits(q.Radius))
 }
 
-// parseID reads a positive integer path id.
+// parseID reads a positive integer path id: digits only, no sign.
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 {
+	if err != nil || id < 1 || strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
 		return 0, httpx.Invalid("Geofence ids are positive integers.", "int_parsing", "path", "id")
 	}
 	return id, nil
