@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -61,38 +62,53 @@ func TestClientLimits(t *testing.T) {
 			cs = append(cs, fmt.Sprintf("[%.6f, %.6f]", 10+math.Cos(a), 50+math.Sin(a)))
 		}
 		cs = append(cs, cs[0])
-		return `{"name": "big", "geometry": {"type": "Polygon", "coordinates": [[` + strings.Join(cs, ",") + `]]}}`
+		return `{"type": "Feature", "properties": {"name": "big"}, "geometry": {"type": "Polygon", "coordinates": [[` + strings.Join(cs, ",") + `]]}}`
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
+	// Every case goes through the contract proxy, so that each answer is
+	// also checked against the document (413, 422, 404, ...), except
+	// those the proxy cannot carry as sent: a header block past the
+	// service's HTTP_MAX_HEADER_BYTES is refused by Go's server before
+	// any handler (and by no documented route), so it goes direct.
+	proxied := contract.Proxy(t, base)
 
 	for _, tc := range []struct {
 		name, method, path, body string
 		header                   map[string]string
 		want                     int // 0: any 4xx
 		jsonDetail               bool
+		loc                      []any // for a 422: the first entry's loc
+		direct                   bool  // bypasses the contract proxy
 	}{
-		{"BodyTooLarge", "POST", "/geofences/contains", points(200), nil, 413, true},
-		{"BatchTooLong", "POST", "/geofences/contains", points(6), nil, 422, true},
-		{"BatchAtLimit", "POST", "/geofences/contains", points(5), nil, 200, false},
-		{"TooManyVertices", "POST", "/geofences", polygon(12), nil, 422, true},
-		{"PageTooLarge", "GET", "/geofences?limit=101", "", nil, 422, true},
-		{"WithinLimitTooLarge", "GET", "/within?lng=10&lat=50&radius=100&limit=101", "", nil, 422, true},
-		{"RadiusTooLarge", "GET", "/within?lng=10&lat=50&radius=1001", "", nil, 422, true},
-		{"RadiusNaN", "GET", "/within?lng=10&lat=50&radius=NaN", "", nil, 422, true},
-		{"LngOutOfRange", "GET", "/geofences/contains?lng=181&lat=0", "", nil, 422, true},
-		{"BadCursor", "GET", "/geofences?cursor=%27%3B%20DROP%20TABLE%20geofences%3B--", "", nil, 0, true},
-		{"HugeID", "GET", "/geofences/99999999999999999999999999", "", nil, 0, true},
-		{"InjectionLayer", "GET", "/within?lng=10&lat=50&radius=100&layer=places%27%3B--", "", nil, 0, true},
-		{"BrokenJSON", "POST", "/geofences", `{"name": "x", "geometry": {`, nil, 0, true},
-		{"TileZoomTooDeep", "GET", "/tiles/places/40/1/1.mvt", "", nil, 0, true},
-		{"HeadersTooLarge", "GET", "/within?lng=10&lat=50&radius=100", "", map[string]string{"X-Pad": strings.Repeat("a", 16<<10)}, 431, false},
+		{"BodyTooLarge", "POST", "/geofences/contains", points(200), nil, 413, true, nil, false},
+		{"BatchTooLong", "POST", "/geofences/contains", points(6), nil, 422, true, []any{"body", "points"}, false},
+		{"BatchAtLimit", "POST", "/geofences/contains", points(5), nil, 200, false, nil, false},
+		// GEOFENCE_MAX_VERTICES=10: a valid Feature of 12 positions is
+		// refused for its vertex count alone, one of 10 is stored.
+		{"TooManyVertices", "POST", "/geofences", polygon(12), nil, 422, true, []any{"body", "geometry", "coordinates"}, false},
+		{"VerticesAtLimit", "POST", "/geofences", polygon(10), nil, 201, false, nil, false},
+		{"PageTooLarge", "GET", "/geofences?limit=101", "", nil, 422, true, []any{"query", "limit"}, false},
+		{"WithinLimitTooLarge", "GET", "/within?lng=10&lat=50&radius=100&limit=101", "", nil, 422, true, []any{"query", "limit"}, false},
+		{"RadiusTooLarge", "GET", "/within?lng=10&lat=50&radius=1001", "", nil, 422, true, []any{"query", "radius"}, false},
+		{"RadiusNaN", "GET", "/within?lng=10&lat=50&radius=NaN", "", nil, 422, true, []any{"query", "radius"}, false},
+		{"LngOutOfRange", "GET", "/geofences/contains?lng=181&lat=0", "", nil, 422, true, []any{"query", "lng"}, false},
+		{"BadCursor", "GET", "/geofences?cursor=%27%3B%20DROP%20TABLE%20geofences%3B--", "", nil, 0, true, nil, false},
+		{"HugeID", "GET", "/geofences/99999999999999999999999999", "", nil, 0, true, nil, false},
+		{"InjectionLayer", "GET", "/within?lng=10&lat=50&radius=100&layer=places%27%3B--", "", nil, 0, true, nil, false},
+		{"BrokenJSON", "POST", "/geofences", `{"name": "x", "geometry": {`, nil, 0, true, nil, false},
+		{"TileZoomTooDeep", "GET", "/tiles/places/40/1/1.mvt", "", nil, 0, true, nil, false},
+		{"HeadersTooLarge", "GET", "/within?lng=10&lat=50&radius=100", "", map[string]string{"X-Pad": strings.Repeat("a", 16<<10)}, 431, false, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body io.Reader
 			if tc.body != "" {
 				body = strings.NewReader(tc.body)
 			}
-			req, _ := http.NewRequest(tc.method, base+tc.path, body)
+			target := proxied
+			if tc.direct {
+				target = base
+			}
+			req, _ := http.NewRequest(tc.method, target+tc.path, body)
 			req.Header.Set("x-api-key", secret)
 			if tc.body != "" {
 				req.Header.Set("Content-Type", "application/json")
@@ -116,9 +132,7 @@ func TestClientLimits(t *testing.T) {
 					t.Errorf("body %.300q, want JSON with a detail", b)
 				}
 				if tc.want == 422 {
-					if _, ok := m["detail"].([]any); !ok {
-						t.Errorf("422 detail %v, want a list of field errors", m["detail"])
-					}
+					checkLoc(t, m["detail"], tc.loc)
 				}
 			}
 			checkNoLeaks(t, string(b), secrets)
@@ -164,6 +178,20 @@ func TestClientLimits(t *testing.T) {
 		checkNoLeaks(t, string(b), secrets)
 		t.Logf("slow client cut off after %s (answer %.60q)", elapsed.Round(time.Millisecond), b)
 	})
+}
+
+// checkLoc checks that a 422 detail is a list of field errors whose first
+// loc is want.
+func checkLoc(t *testing.T, detail any, want []any) {
+	t.Helper()
+	list, ok := detail.([]any)
+	if !ok || len(list) == 0 {
+		t.Fatalf("422 detail %v, want a list of field errors", detail)
+	}
+	first, _ := list[0].(map[string]any)
+	if got := fmt.Sprint(first["loc"]); want != nil && got != fmt.Sprint(want) {
+		t.Errorf("422 loc = %s (%v), want %v", got, first["msg"], want)
+	}
 }
 
 func checkNoLeaks(t *testing.T, body string, secrets []string) {
