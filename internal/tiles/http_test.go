@@ -34,8 +34,8 @@ func TestTileFeatures(t *testing.T) {
 		{"PlacesZ5", "places", 5, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}, "Potsdam": {"country": "DE"}}, []string{"Paris"}},
 		{"PlacesZ12", "places", 12, 13.41, 52.52, map[string]map[string]any{"Berlin": {"country": "DE"}}, []string{"Potsdam"}},
 		{"PlacesZ14Sydney", "places", 14, 151.2073, -33.8679, map[string]map[string]any{"Sydney": {"country": "AU"}}, nil},
-		{"GeofencesZ4", "geofences", 4, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"A3": "BER"}}, []string{"sydney-box"}},
-		{"GeofencesZ12", "geofences", 12, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"A3": "BER"}}, nil},
+		{"GeofencesZ4", "geofences", 4, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"name": "berlin-box"}}, []string{"sydney-box"}},
+		{"GeofencesZ12", "geofences", 12, 13.41, 52.52, map[string]map[string]any{"berlin-box": {"name": "berlin-box"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
