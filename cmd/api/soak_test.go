@@ -231,7 +231,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("RSS grew from %d MB to %d MB during the soak, want under +200 MB", rssStart>>20, rssEnd>>20)
 	}
 
-	// Every window is 1s; a counter hash lives about two periods.
+	// Every window is 1s, and so is the TTL of every log and counter key.
 	rc := redis.NewClient(&redis.Options{Addr: redisProc.Addr()})
 	defer rc.Close()
 	deadline := time.Now().Add(10 * time.Second)

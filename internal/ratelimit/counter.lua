@@ -2,8 +2,16 @@
 --
 -- KEYS[1]  a hash of one (policy, identity); per window of period p it
 --          holds fields p:b (index of the current fixed bucket), p:c (its
---          count) and p:p (the previous bucket's count)
+--          count) and p:p (the previous bucket's count), and field x the
+--          millisecond at which the whole hash is forgotten
 -- ARGV     as in log.lua (ARGV[3] is unused)
+--
+-- Every unit was admitted at or before the last admission, so one longest
+-- period after it every sliding window is empty: the key expires then, and
+-- the script treats the hash as empty from x on (x is that moment on the
+-- script's clock, which is the caller's when ARGV[1] is given; PEXPIRE
+-- always runs on Redis's). Forgetting the buckets then only drops the
+-- approximation's over-count of units that have left every window.
 --
 -- Time is counted in whole milliseconds. At time t in bucket b = floor(t/p),
 -- elapsed e = t - b*p, a window's estimate is prev * (p - e) / p + cur. A
@@ -51,8 +59,20 @@ local function fitsAt(s, k)
   return (s.bucket + 1) * s.period + s.period - fdiv((s.limit - k) * s.period, s.cur)
 end
 
+local longest = 0
+for i = 1, n do
+  longest = math.max(longest, tonumber(ARGV[3 + 2 * i]) / 1000)
+end
+-- expires: when the stored state is forgotten; nil while none is stored.
+local expires = tonumber(redis.call('HGET', key, 'x'))
+local stale = expires ~= nil and now >= expires
+if stale then expires = nil end
+
+-- after returns the microseconds until millisecond at (0 for nil); no
+-- moment lies beyond the state's expiry, when everything that can fit fits.
 local function after(at)
   if at == nil then return 0 end
+  if expires ~= nil and at > expires then at = expires end
   return at * 1000 - nowus
 end
 
@@ -61,7 +81,8 @@ local admitted = 1
 for i = 1, n do
   local s = {limit = tonumber(ARGV[2 + 2 * i]), period = tonumber(ARGV[3 + 2 * i]) / 1000, cur = 0, prev = 0}
   s.field = int(s.period)
-  local v = redis.call('HMGET', key, s.field .. ':b', s.field .. ':c', s.field .. ':p')
+  local v = {}
+  if not stale then v = redis.call('HMGET', key, s.field .. ':b', s.field .. ':c', s.field .. ':p') end
   s.bucket = fdiv(now, s.period)
   local b = tonumber(v[1])
   if b ~= nil and b >= s.bucket then
@@ -76,14 +97,15 @@ for i = 1, n do
 end
 
 if admitted == 1 then
-  local ttl = 0
+  if stale then redis.call('DEL', key) end
+  expires = now + longest
   for i = 1, n do
     local s = states[i]
     s.cur = s.cur + cost
     redis.call('HSET', key, s.field .. ':b', int(s.bucket), s.field .. ':c', int(s.cur), s.field .. ':p', int(s.prev))
-    ttl = math.max(ttl, (s.bucket + 2) * s.period - now)
   end
-  redis.call('PEXPIRE', key, int(ttl))
+  redis.call('HSET', key, 'x', int(expires))
+  redis.call('PEXPIRE', key, int(longest))
 end
 
 local out = {admitted, nowus}
@@ -92,7 +114,7 @@ for i = 1, n do
   local left = fdiv(s.limit * s.period - s.prev * (s.period - s.e) - s.cur * s.period, s.period)
   if left < 0 then left = 0 end
   local reset
-  if left > 0 then reset = (s.bucket + 1) * s.period * 1000 - nowus else reset = after(fitsAt(s, 1)) end
+  if left > 0 then reset = after((s.bucket + 1) * s.period) else reset = after(fitsAt(s, 1)) end
   local retry = 0
   if admitted == 0 then retry = after(fitsAt(s, cost)) end
   out[#out + 1] = s.limit - left

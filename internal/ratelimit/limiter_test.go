@@ -65,6 +65,91 @@ func TestSeedPolicyKeyAndTTL(t *testing.T) {
 	}
 }
 
+// TestKeyTTLAtMostLongestWindow: right after an admission on the Redis
+// clock, the key of either algorithm expires within the policy's longest
+// window, so idle identities leave nothing behind for longer.
+func TestKeyTTLAtMostLongestWindow(t *testing.T) {
+	rdb := testenv.Redis(t)
+	for _, tc := range []struct {
+		alg     Algorithm
+		windows string
+		prefix  string
+		longest time.Duration
+	}{
+		{Log, "5/1s", "rl:p:", time.Second},
+		{Log, "5/1s,20/3s", "rl:p:", 3 * time.Second},
+		{Counter, "5/1s", "rlc:p:", time.Second},
+		{Counter, "5/1s,20/3s", "rlc:p:", 3 * time.Second},
+		{Counter, "3000/1m", "rlc:p:", time.Minute},
+	} {
+		t.Run(string(tc.alg)+"/"+tc.windows, func(t *testing.T) {
+			l := newLimiter(t, rdb, tc.alg, tc.windows)
+			id := testenv.Prefix(t)
+			ctx := context.Background()
+			for i := range 3 {
+				if d, err := l.Allow(ctx, "p", id, 1); err != nil || !d.Allowed {
+					t.Fatalf("request %d = %+v, %v; want admitted", i, d, err)
+				}
+				ttl := rdb.PTTL(ctx, tc.prefix+id).Val()
+				if ttl <= 0 || ttl > tc.longest {
+					t.Fatalf("after request %d: PTTL %s = %v, want in (0, %v]", i, tc.prefix+id, ttl, tc.longest)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestCounterForgetsOneLongestPeriodAfterLastAdmission: on the caller
+// clock, the counter keeps over-counting a full bucket until one longest
+// period after the last admission (when every sliding window is empty) and
+// forgets it exactly then, in Redis and in process alike; a rejection just
+// before says to retry at that moment.
+func TestCounterForgetsOneLongestPeriodAfterLastAdmission(t *testing.T) {
+	rdb := testenv.Redis(t)
+	base := time.UnixMicro(1_780_000_000_000_000).Add(100 * time.Millisecond)
+	for _, tc := range []struct {
+		windows string
+		cost    int
+		longest time.Duration
+	}{
+		{"5/1s", 5, time.Second},
+		{"5/1s,8/3s", 5, 3 * time.Second},
+	} {
+		for _, backend := range []string{"redis", "local"} {
+			t.Run(backend+"/"+tc.windows, func(t *testing.T) {
+				var c redis.UniversalClient
+				if backend == "redis" {
+					c = rdb
+				}
+				l := newLimiter(t, c, Counter, tc.windows)
+				id := testenv.Prefix(t)
+				check := func(at time.Time) Decision {
+					d, err := l.Check(context.Background(), Request{Policy: "p", Identity: id, Cost: tc.cost, At: at})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}
+				if d := check(base); !d.Allowed {
+					t.Fatalf("first = %+v, want admitted", d)
+				}
+				early := base.Add(tc.longest - time.Millisecond)
+				d := check(early)
+				if d.Allowed {
+					t.Fatalf("cost %d %v after the last admission = admitted, want rejected (the window still holds it)", tc.cost, tc.longest-time.Millisecond)
+				}
+				if d.RetryAfter != time.Millisecond {
+					t.Errorf("RetryAfter %v before the state is forgotten = %v, want 1ms", tc.longest-time.Millisecond, d.RetryAfter)
+				}
+				if d := check(base.Add(tc.longest)); !d.Allowed {
+					t.Fatalf("cost %d one longest period after the last admission = %+v, want admitted", tc.cost, d)
+				}
+			})
+		}
+	}
+}
+
 func TestConcurrentChecksAdmitExactlyTheLimit(t *testing.T) {
 	rdb := testenv.Redis(t)
 	for _, alg := range []Algorithm{Log, Counter} {

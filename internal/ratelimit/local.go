@@ -180,13 +180,24 @@ func (s counterState) fitsAt(k int64) int64 {
 // decideCounter mirrors counter.lua.
 func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) outcome {
 	now := floorDiv(nowus, 1000)
+	var longest int64
+	for _, w := range ws {
+		longest = max(longest, w.Period.Milliseconds())
+	}
+	// expires is when the stored state is forgotten; 0 while none is.
+	var expires int64
 	c := sh.counters[key]
 	if c == nil || now >= c.expires {
 		c = &localCounter{fields: map[int64][3]int64{}}
+	} else {
+		expires = c.expires
 	}
 	after := func(at int64) int64 {
 		if at < 0 {
 			return 0
+		}
+		if expires != 0 && at > expires {
+			at = expires
 		}
 		return at*1000 - nowus
 	}
@@ -209,14 +220,13 @@ func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) 
 		states[i] = s
 	}
 	if admitted {
-		var ttl int64
 		for i := range states {
 			s := &states[i]
 			s.cur += cost
 			c.fields[s.period] = [3]int64{s.bucket, s.cur, s.prev}
-			ttl = max(ttl, (s.bucket+2)*s.period-now)
 		}
-		c.expires = now + ttl
+		expires = now + longest
+		c.expires = expires
 		sh.counters[key] = c
 	}
 	o := outcome{admitted: admitted, now: nowus, windows: make([]windowOutcome, len(ws))}
@@ -225,7 +235,7 @@ func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) 
 		var wo windowOutcome
 		wo.used = s.limit - left
 		if left > 0 {
-			wo.reset = (s.bucket+1)*s.period*1000 - nowus
+			wo.reset = after((s.bucket + 1) * s.period)
 		} else {
 			wo.reset = after(s.fitsAt(1))
 		}
