@@ -267,7 +267,7 @@ func readBody(c *gin.Context, limit int) ([]byte, error) {
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case err != nil:
-		return nil, apperr.Wrap(apperr.Invalid, "Could not read the request body.", err)
+		return nil, httpx.Invalid("Could not read the request body.", "value_error", "body")
 	}
 	return b, nil
 }

@@ -1,8 +1,11 @@
 package geofence
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -195,5 +198,42 @@ func TestSelfIntersectionReason(t *testing.T) {
 	want := `Invalid geometry: Self-intersection[1 1].`
 	if code != 422 || !strings.Contains(string(body), want) {
 		t.Errorf("POST bow-tie = %d %s, want 422 with %q", code, body, want)
+	}
+}
+
+// failingReader yields some bytes of a body, then fails, as a client
+// that breaks off mid-body does.
+type failingReader struct{ r io.Reader }
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if n, _ := f.r.Read(p); n > 0 {
+		return n, nil
+	}
+	return 0, errors.New("connection reset mid-body")
+}
+
+// TestUnreadableBody checks that a body that cannot be read is a 422 in
+// FastAPI's shape naming the body. It drives the router without the
+// contract check, which would have to read the failing body itself.
+func TestUnreadableBody(t *testing.T) {
+	t.Parallel()
+	_, h := newRawService(t, newDB(t), testLimits)
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/geofences"},
+		{"PUT", "/geofences/1"},
+		{"POST", "/geofences/contains"},
+	} {
+		t.Run(tc.method+tc.path, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.path, &failingReader{r: strings.NewReader(`{"type":"Feature","prop`)})
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusUnprocessableEntity {
+				t.Fatalf("%s %s with a failing body = %d %s, want 422", tc.method, tc.path, w.Code, w.Body)
+			}
+			fields := detail422(t, w.Body.Bytes())
+			if len(fields) != 1 || !locEqual(fields[0].Loc, "body") || fields[0].Msg != "Could not read the request body." {
+				t.Errorf("detail = %+v, want one entry with loc [body] and the read failure", fields)
+			}
+		})
 	}
 }
