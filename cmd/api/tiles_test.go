@@ -66,7 +66,8 @@ func TestTilesEndToEnd(t *testing.T) {
 // TestGeofenceWriteThenTileTwoServices runs two instances of the service on
 // one database and one Redis: a fence moved through one of them shows at
 // its new place in the next tile from either, round after round (each
-// round warms both caches first).
+// round warms both caches first). Each round moves the fence by step, far
+// more than the tolerance, so a tile one version old fails.
 func TestGeofenceWriteThenTileTwoServices(t *testing.T) {
 	pool, dbURL := testenv.DBWithURL(t)
 	const secret = "sync-test-secret"
@@ -100,16 +101,19 @@ func TestGeofenceWriteThenTileTwoServices(t *testing.T) {
 		return map[string]any{"type": "Feature", "properties": map[string]any{"name": "moving"},
 			"geometry": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{west, 52.3}, {west + 0.5, 52.3}, {west + 0.5, 52.7}, {west, 52.7}, {west, 52.3}}}}}
 	}
-	resp, body := do("POST", a+"/geofences", fence(12.6))
+	// At z8 a grid unit is 0.00034 degrees of longitude and the
+	// simplification tolerance 4 units: an edge is placed well within tol.
+	const start, step, tol = 12.7, 0.05, 0.003
+	resp, body := do("POST", a+"/geofences", fence(start))
 	if resp.StatusCode != 201 && resp.StatusCode != 200 {
 		t.Fatalf("create = %d %s", resp.StatusCode, body)
 	}
 	var created struct{ ID int64 }
 	_ = json.Unmarshal(body, &created)
-	mt := maptile.At([2]float64{13.4, 52.5}, 6)
-	path := fmt.Sprintf("/tiles/geofences/6/%d/%d.mvt", mt.X, mt.Y)
+	mt := maptile.At([2]float64{13.4, 52.5}, 8)
+	path := fmt.Sprintf("/tiles/geofences/8/%d/%d.mvt", mt.X, mt.Y)
 	for round := range 10 {
-		west := 12.6 + float64(round)*0.01
+		west := start + float64(round+1)*step
 		for _, base := range []string{a, b} {
 			do("GET", base+path, nil) // cache the current tile
 		}
@@ -129,8 +133,8 @@ func TestGeofenceWriteThenTileTwoServices(t *testing.T) {
 				for _, f := range l.Features {
 					if f.Properties["name"] == "moving" {
 						found = true
-						if got := f.Geometry.Bound().Min[0]; got < west-0.01 || got > west+0.01 {
-							t.Fatalf("round %d replica %d (%s): west = %v, want %v", round, i, resp.Header.Get("X-Cache"), got, west)
+						if got := f.Geometry.Bound().Min[0]; got < west-tol || got > west+tol {
+							t.Fatalf("round %d replica %d (%s): west = %v, want %v ± %v", round, i, resp.Header.Get("X-Cache"), got, west, tol)
 						}
 					}
 				}
