@@ -238,24 +238,35 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 
 // write answers with the tile: 304 when the client has it, 204 when it is
 // empty, gzip bytes to clients that accept them. raw, when known, saves
-// decompressing for clients that do not.
+// decompressing for clients that do not. The gzip bytes are a
+// representation of their own with an ETag of their own (gzipETag), as
+// strong validators must differ between content codings.
 func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, raw []byte) {
+	empty := len(e.Gzip) == 0 && len(raw) == 0
+	gz := !empty && acceptsGzip(c.GetHeader("Accept-Encoding"))
+	tag := e.ETag
+	if gz {
+		tag = gzipETag(e.ETag)
+	}
 	hd := c.Writer.Header()
 	hd.Set("X-Cache", status)
-	hd.Set("ETag", e.ETag)
+	hd.Set("ETag", tag)
 	hd.Set("Vary", "Accept-Encoding")
 	if cacheControl != "" {
 		hd.Set("Cache-Control", cacheControl)
 	}
-	if etagMatch(c.GetHeader("If-None-Match"), e.ETag) {
+	// Both tags name the same tile at the same data version: a client
+	// holding either form, or behind a proxy that compressed or
+	// decompressed the answer on the way, has the current tile.
+	if etagMatch(c.GetHeader("If-None-Match"), e.ETag, gzipETag(e.ETag)) {
 		c.Status(http.StatusNotModified)
 		return
 	}
-	if len(e.Gzip) == 0 && len(raw) == 0 {
+	if empty {
 		c.Status(http.StatusNoContent)
 		return
 	}
-	if acceptsGzip(c.GetHeader("Accept-Encoding")) {
+	if gz {
 		if e.Gzip == nil {
 			e.Gzip = compress(raw)
 		}
@@ -273,6 +284,12 @@ func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, ra
 	c.Data(http.StatusOK, ContentType, raw)
 }
 
+// gzipETag is the ETag of the gzip representation of the tile whose
+// identity ETag is tag: "abc" becomes "abc-gz".
+func gzipETag(tag string) string {
+	return strings.TrimSuffix(tag, `"`) + `-gz"`
+}
+
 // private turns a Cache-Control value into one that shared caches obey by
 // not storing the answer.
 func private(cc string) string {
@@ -287,14 +304,15 @@ func private(cc string) string {
 	return "private, " + cc
 }
 
-// etagMatch implements If-None-Match's weak comparison.
-func etagMatch(header, tag string) bool {
+// etagMatch implements If-None-Match's weak comparison: it reports whether
+// header lists * or any of tags.
+func etagMatch(header string, tags ...string) bool {
 	if header == "" {
 		return false
 	}
 	for _, v := range strings.Split(header, ",") {
 		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
-		if v == "*" || v == tag {
+		if v == "*" || slices.Contains(tags, v) {
 			return true
 		}
 	}

@@ -176,18 +176,42 @@ func TestCacheHitGzipETag(t *testing.T) {
 	if got := featureNames(decode(t, second.Body.Bytes(), tl), "places"); got["Berlin"] == nil {
 		t.Errorf("gzip hit lacks Berlin: %v", got)
 	}
-	tag := first.Header().Get("ETag")
-	if tag == "" || second.Header().Get("ETag") != tag || plain.Header().Get("ETag") != tag {
-		t.Errorf("ETags %q, %q, %q; want one non-empty tag", tag, second.Header().Get("ETag"), plain.Header().Get("ETag"))
+	// The gzip bytes and the plain bytes are two representations, each
+	// with its own strong ETag, stable from miss to hit.
+	gzTag, plainTag := first.Header().Get("ETag"), plain.Header().Get("ETag")
+	if gzTag == "" || plainTag == "" || gzTag == plainTag || second.Header().Get("ETag") != gzTag {
+		t.Errorf("ETags gzip miss %q, gzip hit %q, plain hit %q; want the gzip ones equal, the plain one different, none empty",
+			gzTag, second.Header().Get("ETag"), plainTag)
+	}
+	if strings.HasPrefix(gzTag, "W/") || strings.HasPrefix(plainTag, "W/") {
+		t.Errorf("ETags %q, %q; want strong validators", gzTag, plainTag)
 	}
 	if cc := first.Header().Get("Cache-Control"); cc != "public, max-age=60" {
 		t.Errorf("Cache-Control = %q", cc)
 	}
-	if nm := rp.get(t, path, "If-None-Match", tag); nm.Code != http.StatusNotModified || nm.Body.Len() != 0 {
-		t.Errorf("If-None-Match GET = %d with %d bytes, want 304 empty", nm.Code, nm.Body.Len())
+	conditional := []struct {
+		name, acceptEncoding, ifNoneMatch string
+		want                              int
+		wantTag                           string // the ETag answered: the served representation's
+	}{
+		{"GzipOwnTag", "gzip", gzTag, http.StatusNotModified, gzTag},
+		{"PlainOwnTag", "", plainTag, http.StatusNotModified, plainTag},
+		{"GzipPlainTag", "gzip", plainTag, http.StatusNotModified, gzTag},
+		{"PlainGzipTag", "", gzTag, http.StatusNotModified, plainTag},
+		{"GzipOtherTag", "gzip", `"other"`, http.StatusOK, gzTag},
+		{"PlainOtherTag", "", `"other"`, http.StatusOK, plainTag},
 	}
-	if nm := rp.get(t, path, "If-None-Match", `"other"`); nm.Code != http.StatusOK {
-		t.Errorf("If-None-Match other GET = %d, want 200", nm.Code)
+	for _, tt := range conditional {
+		t.Run(tt.name, func(t *testing.T) {
+			w := rp.get(t, path, "Accept-Encoding", tt.acceptEncoding, "If-None-Match", tt.ifNoneMatch)
+			if w.Code != tt.want || w.Header().Get("ETag") != tt.wantTag {
+				t.Errorf("GET with Accept-Encoding %q, If-None-Match %s = %d ETag %s, want %d ETag %s",
+					tt.acceptEncoding, tt.ifNoneMatch, w.Code, w.Header().Get("ETag"), tt.want, tt.wantTag)
+			}
+			if tt.want == http.StatusNotModified && w.Body.Len() != 0 {
+				t.Errorf("304 with %d bytes, want none", w.Body.Len())
+			}
+		})
 	}
 	empty := tilePath("places", Tile{10, 0, 0})
 	for i, want := range []string{"MISS", "HIT"} {

@@ -90,14 +90,24 @@ func TestETagMatch(t *testing.T) {
 		{`"abc"`, true},
 		{`W/"abc"`, true},
 		{`"x", "abc"`, true},
+		{`"abc-gz"`, true},
+		{`W/"abc-gz"`, true},
 		{`*`, true},
 		{`"abd"`, false},
+		{`"abc-gzip"`, false},
+		{`"abc"-gz`, false},
 		{``, false},
 	}
 	for _, tt := range tests {
-		if got := etagMatch(tt.header, `"abc"`); got != tt.want {
-			t.Errorf("etagMatch(%q, \"abc\") = %v, want %v", tt.header, got, tt.want)
+		if got := etagMatch(tt.header, `"abc"`, `"abc-gz"`); got != tt.want {
+			t.Errorf("etagMatch(%q, \"abc\", \"abc-gz\") = %v, want %v", tt.header, got, tt.want)
 		}
+	}
+}
+
+func TestGzipETag(t *testing.T) {
+	if got, want := gzipETag(`"0123abcd"`), `"0123abcd-gz"`; got != want {
+		t.Errorf("gzipETag(%q) = %q, want %q", `"0123abcd"`, got, want)
 	}
 }
 
