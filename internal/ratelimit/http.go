@@ -12,15 +12,6 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 )
 
-// DefaultIdentity keys a request by its x-api-key header as "key:<value>",
-// else by its client address as "ip:<address>".
-func DefaultIdentity(c *gin.Context) string {
-	if k := c.GetHeader("x-api-key"); k != "" {
-		return "key:" + k
-	}
-	return "ip:" + c.ClientIP()
-}
-
 // MiddlewareOption adjusts Middleware.
 type MiddlewareOption func(*middleware)
 
@@ -34,58 +25,37 @@ type middleware struct {
 }
 
 // Middleware limits a route by policy, like a FastAPI dependency. identity
-// names who is limited (nil: DefaultIdentity); cost prices the request (nil:
-// 1). Every response it lets through carries the RateLimit headers; a
-// request over the limit ends with 429, one that Redis cannot decide under
-// a fail-closed policy with 503. When the policy caps concurrency, the
-// request also holds an in-flight slot until the handler returns.
-// It panics when policy is not configured: routes are wired at start-up.
+// names who is limited: the name becomes part of a Redis key, so it must
+// never be a credential (auth.LimitKey gives "key:<key id>", never the
+// secret). A request it names "" is limited by its connection's address
+// ("ip:<address>"), never by a header a client could invent. cost prices
+// the request (nil: 1). Every response it lets through carries the
+// RateLimit headers; a request over the limit ends with 429, one that Redis
+// cannot decide under a fail-closed policy with 503. When the policy caps
+// concurrency, the request also holds an in-flight slot until the handler
+// returns. It panics when policy is not configured or identity is nil:
+// routes are wired at start-up.
 func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, cost func(*gin.Context) int, opts ...MiddlewareOption) gin.HandlerFunc {
 	if _, ok := l.policies[policy]; !ok {
 		panic(fmt.Sprintf("ratelimit: Middleware: unknown policy %q", policy))
 	}
 	if identity == nil {
-		identity = DefaultIdentity
+		panic(fmt.Sprintf("ratelimit: Middleware: policy %q: nil identity", policy))
 	}
 	var m middleware
 	for _, o := range opts {
 		o(&m)
 	}
 	return func(c *gin.Context) {
-		id := identity(c)
-		if id == "" {
-			id = DefaultIdentity(c)
-		}
-		r := Request{Policy: policy, Identity: id, Cost: 1}
+		r := Request{Policy: policy, Identity: identity(c), Cost: 1}
 		if cost != nil {
 			r.Cost = cost(c)
 		}
 		if m.tier != nil {
 			r.Tier = m.tier(c)
 		}
-		// The in-flight slot first: a request refused for concurrency then
-		// spends none of the rate budget.
-		release, ok, err := l.Acquire(c.Request.Context(), policy, id)
-		if err != nil {
-			httpx.Abort(c, err)
-			return
-		}
+		release, ok := l.Admit(c, r)
 		if !ok {
-			c.Header("Retry-After", "1")
-			writeProblem(c, Problem{
-				Detail:           "Too many requests in flight at once.",
-				ViolatedPolicies: []string{policy + "-concurrency"},
-			})
-			return
-		}
-		d, err := l.Check(c.Request.Context(), r)
-		if err != nil {
-			release()
-			httpx.Abort(c, err)
-			return
-		}
-		if !Respond(c, d) {
-			release()
 			return
 		}
 		defer release()
@@ -93,9 +63,49 @@ func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, 
 	}
 }
 
+// Admit decides r for the request c as Middleware does, for handlers that
+// charge only some requests. When r's policy caps concurrency it first
+// takes an in-flight slot, so a request refused for concurrency (429 naming
+// "<policy>-concurrency") spends none of the rate budget; then it checks r
+// and writes the RateLimit headers. It returns ok when the request may
+// proceed, with a release to call once the request has been answered (more
+// calls do nothing); otherwise the answer (429, or the error's status) is
+// written and release is nil. An empty r.Identity is the connection's
+// address ("ip:<address>").
+func (l *Limiter) Admit(c *gin.Context, r Request) (release func(), ok bool) {
+	if r.Identity == "" {
+		r.Identity = "ip:" + c.RemoteIP()
+	}
+	release, ok, err := l.Acquire(c.Request.Context(), r.Policy, r.Identity)
+	if err != nil {
+		httpx.Abort(c, err)
+		return nil, false
+	}
+	if !ok {
+		c.Header("Retry-After", "1")
+		writeProblem(c, Problem{
+			Detail:           "Too many requests in flight at once.",
+			ViolatedPolicies: []string{r.Policy + "-concurrency"},
+		})
+		return nil, false
+	}
+	d, err := l.Check(c.Request.Context(), r)
+	if err != nil {
+		release()
+		httpx.Abort(c, err)
+		return nil, false
+	}
+	if !Respond(c, d) {
+		release()
+		return nil, false
+	}
+	return release, true
+}
+
 // Respond writes d's headers and, when d does not allow the request, ends
 // it with 429. It reports whether the request may proceed. Handlers that
-// call Check themselves (to charge only some requests) finish with it.
+// call Check themselves finish with it; Admit does both, and also applies
+// the policy's concurrency cap.
 func Respond(c *gin.Context, d Decision) bool {
 	WriteHeaders(c.Writer.Header(), d)
 	if d.Allowed {

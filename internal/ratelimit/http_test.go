@@ -1,10 +1,13 @@
 package ratelimit
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +24,17 @@ func newRouter(l *Limiter, policy string, cost func(*gin.Context) int, h gin.Han
 	if h == nil {
 		h = func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) }
 	}
-	r.GET("/x", l.Middleware(policy, nil, cost), h)
+	r.GET("/x", l.Middleware(policy, headerIdentity, cost), h)
 	return r
+}
+
+// headerIdentity names a test request by its x-api-key header, as
+// auth.LimitKey would for an API key whose id is the header's value.
+func headerIdentity(c *gin.Context) string {
+	if k := c.GetHeader("x-api-key"); k != "" {
+		return "key:" + k
+	}
+	return ""
 }
 
 func get(r http.Handler, key, query string) *httptest.ResponseRecorder {
@@ -177,5 +189,104 @@ func TestRadiusCost(t *testing.T) {
 		if got := RadiusCost(tc.m); got != tc.want {
 			t.Errorf("RadiusCost(%v) = %d, want %d", tc.m, got, tc.want)
 		}
+	}
+}
+
+func TestMiddlewareWithoutIdentityPanics(t *testing.T) {
+	l := newLimiter(t, nil, Log, "1/1s")
+	defer func() {
+		if recover() == nil {
+			t.Error("Middleware(p, nil identity) did not panic")
+		}
+	}()
+	l.Middleware("p", nil, nil)
+}
+
+// TestEmptyIdentityIsTheConnectionAddress: a request its identity func
+// cannot name is limited by the connection's address, whatever its
+// x-api-key or X-Forwarded-For say; no Redis key holds the header's value.
+func TestEmptyIdentityIsTheConnectionAddress(t *testing.T) {
+	rdb := testenv.Redis(t)
+	l := newLimiter(t, rdb, Log, "2/1m")
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	r.GET("/x", l.Middleware("p", func(*gin.Context) string { return "" }, nil), func(c *gin.Context) { c.Status(http.StatusOK) })
+	p := testenv.Prefix(t) // t + 12 hex digits: a documentation-range IPv6 address of this test's own
+	addr := "2001:db8:" + p[1:5] + ":" + p[5:9] + ":" + p[9:13] + "::1"
+	secret := "s3cret-" + p
+	var codes []int
+	for i := range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/x", nil)
+		req.RemoteAddr = "[" + addr + "]:40000"
+		req.Header.Set("x-api-key", secret+strconv.Itoa(i)) // a new "key" each time: it must not matter
+		req.Header.Set("X-Forwarded-For", "198.51.100."+strconv.Itoa(i))
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		codes = append(codes, w.Code)
+	}
+	if want := []int{200, 200, 429}; !slices.Equal(codes, want) {
+		t.Errorf("statuses = %v, want %v (one limit for the address)", codes, want)
+	}
+	ctx := context.Background()
+	if n := rdb.ZCard(ctx, "rl:p:ip:"+addr).Val(); n != 2 {
+		t.Errorf("ZCARD rl:p:ip:%s = %d, want 2", addr, n)
+	}
+	var keys []string
+	it := rdb.Scan(ctx, 0, "*"+secret+"*", 10_000).Iterator()
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	if err := it.Err(); err != nil || len(keys) != 0 {
+		t.Errorf("Redis keys holding the x-api-key value: %v (%v), want none", keys, err)
+	}
+}
+
+// TestAdmitCapsConcurrency: a handler that charges through Admit gets the
+// policy's in-flight cap as Middleware does: over it, 429 naming the
+// concurrency policy without spending the rate budget; after release, room.
+func TestAdmitCapsConcurrency(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{5, time.Minute}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: 5 * time.Second}}
+	l, err := New(rdb, ps, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "key:" + testenv.Prefix(t)
+	hold, inside := make(chan struct{}), make(chan struct{})
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	r.GET("/x", func(c *gin.Context) {
+		release, ok := l.Admit(c, Request{Policy: "c", Identity: id, Cost: 1})
+		if !ok {
+			return
+		}
+		defer release()
+		if c.Query("hold") != "" {
+			inside <- struct{}{}
+			<-hold
+		}
+		c.Status(http.StatusOK)
+	})
+	do := func(q string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x"+q, nil))
+		return w
+	}
+	held := make(chan int)
+	go func() { held <- do("?hold=1").Code }()
+	<-inside
+	w := do("")
+	var p Problem
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	if w.Code != 429 || !slices.Equal(p.ViolatedPolicies, []string{"c-concurrency"}) || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("second in flight = %d %s (Retry-After %q), want 429 naming c-concurrency, Retry-After 1", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+	close(hold)
+	if c := <-held; c != 200 {
+		t.Errorf("held request = %d, want 200", c)
+	}
+	if w := do(""); w.Code != 200 || w.Header().Get("RateLimit-Remaining") != "3" {
+		t.Errorf("after release = %d, remaining %q; want 200 with 3 left (the refused request spent nothing)", w.Code, w.Header().Get("RateLimit-Remaining"))
+	}
+	if n := rdb.ZCard(context.Background(), flightKey("c", id)).Val(); n != 0 {
+		t.Errorf("in-flight tokens after both ended = %d, want 0", n)
 	}
 }
