@@ -17,6 +17,8 @@ import (
 
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi"
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -55,10 +57,13 @@ func testConfig(t *testing.T) config.Tiles {
 	return cfg.Tiles
 }
 
-// replica is one service instance: a handler and its router.
+// replica is one service instance: a handler, its router, and the router
+// checked against the OpenAPI document (every exchange of a test through
+// get or getFrom is; a violation fails the test).
 type replica struct {
-	h *Handler
-	r *gin.Engine
+	h       *Handler
+	r       *gin.Engine
+	checked http.Handler
 }
 
 // newReplica builds a handler on db and rdb (nil: cache off) under prefix,
@@ -80,7 +85,7 @@ func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefi
 	}
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	h.Register(r)
-	return replica{h: h, r: r}
+	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{})}
 }
 
 // get serves one request; headers alternate names and values.
@@ -98,7 +103,7 @@ func (rp replica) getFrom(t *testing.T, remote, path string, headers ...string) 
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	w := httptest.NewRecorder()
-	rp.r.ServeHTTP(w, req)
+	rp.checked.ServeHTTP(w, req)
 	return w
 }
 

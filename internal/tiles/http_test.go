@@ -236,7 +236,11 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 		OnMiss: func(c *gin.Context) bool {
 			misses++
 			if deny {
-				c.AbortWithStatusJSON(429, map[string]string{"detail": "Rate limit exceeded."})
+				// As the limiter answers (see the document's 429).
+				c.Header("Retry-After", "1")
+				c.Header("Content-Type", "application/problem+json")
+				c.AbortWithStatus(429)
+				_, _ = c.Writer.WriteString(`{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded.","violated-policies":["tiles"]}`)
 				return false
 			}
 			return true

@@ -201,7 +201,7 @@ func TestDisconnectCancelsRender(t *testing.T) {
 	go func() {
 		req := httptest.NewRequest(http.MethodGet, tilePath("places", Tile{4, 8, 5}), nil).WithContext(rctx)
 		w := httptest.NewRecorder()
-		rp.r.ServeHTTP(w, req)
+		rp.checked.ServeHTTP(w, req)
 		done <- w.Code
 	}()
 	waitFor(t, func() bool { return blockedRenders(t, db) == 1 })
