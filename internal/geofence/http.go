@@ -60,8 +60,19 @@ func Register(r gin.IRouter, svc *Service, o Options) {
 	r.GET("/geofences/contains", with(o.Read, h.contains)...)
 	r.POST("/geofences/contains", with(o.Read, h.containsBatch)...)
 	r.GET("/geofences/:id", with(o.Read, h.get)...)
-	r.PUT("/geofences/:id", with(o.Write, h.update)...)
-	r.DELETE("/geofences/:id", with(o.Write, h.delete)...)
+	r.PUT("/geofences/:id", append([]gin.HandlerFunc{notContains}, with(o.Write, h.update)...)...)
+	r.DELETE("/geofences/:id", append([]gin.HandlerFunc{notContains}, with(o.Write, h.delete)...)...)
+}
+
+// notContains answers PUT and DELETE /geofences/contains with a 405, as
+// the router does for any other method a route lacks, before credentials
+// are checked: /geofences/contains is a route of its own (GET, POST), not
+// a fence whose id is "contains".
+func notContains(c *gin.Context) {
+	if c.Param("id") == "contains" {
+		c.Header("Allow", "GET, POST")
+		httpx.AbortStatus(c, http.StatusMethodNotAllowed, "Method Not Allowed")
+	}
 }
 
 // ParseRadius returns the radius parameter of a /within request and

@@ -85,6 +85,8 @@ func TestValidation(t *testing.T) {
 		{"id negative", "DELETE", "/geofences/-3", "", 422, []any{"path", "id"}},
 		{"id with a sign", "GET", "/geofences/+1", "", 422, []any{"path", "id"}},
 		{"id with a space", "GET", "/geofences/%201", "", 422, []any{"path", "id"}},
+		{"PUT on contains", "PUT", "/geofences/contains", fenceJSON(`{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}`), 405, nil},
+		{"DELETE on contains", "DELETE", "/geofences/contains", "", 405, nil},
 		{"id too large", "GET", "/geofences/99999999999999999999", "", 422, []any{"path", "id"}},
 		{"no such fence", "GET", "/geofences/12345", "", 404, nil},
 		{"delete no such fence", "DELETE", "/geofences/12345", "", 404, nil},
