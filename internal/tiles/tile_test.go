@@ -2,6 +2,8 @@ package tiles
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -111,14 +113,22 @@ func TestGzipETag(t *testing.T) {
 	}
 }
 
-// FuzzParseTile: whatever the path segments, ParseTile accepts only tiles
-// that exist, and their bounds are a proper box inside the world.
+// FuzzParseTile: whatever the path segments, ParseTile accepts exactly
+// the tiles that exist written as plain decimal digits (at most 10 of
+// them), reads them as referenceTile does, and their bounds are a proper
+// box inside the world. testdata/fuzz/FuzzParseTile holds the edges: the
+// last tile at the highest zoom and one past it, signs, spaces, other
+// scripts' digits, exponents, too many digits.
 func FuzzParseTile(f *testing.F) {
 	for _, s := range [][3]string{{"0", "0", "0"}, {"4", "8", "5"}, {"30", "1073741823", "0"}, {"-1", "0", "0"}, {"01", "1", "1"}, {"2", "+1", "0"}} {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, z, x, y string) {
 		tl, ok := ParseTile(z, x, y)
+		want, wantOK := referenceTile(z, x, y)
+		if ok != wantOK || tl != want {
+			t.Fatalf("ParseTile(%q, %q, %q) = %v, %v; want %v, %v", z, x, y, tl, ok, want, wantOK)
+		}
 		if !ok {
 			return
 		}
@@ -130,6 +140,21 @@ func FuzzParseTile(f *testing.F) {
 			t.Fatalf("%v.Bounds = %v %v %v %v", tl, a, b, c, d)
 		}
 	})
+}
+
+// referenceTile is ParseTile written the slow, obvious way.
+func referenceTile(z, x, y string) (Tile, bool) {
+	var v [3]uint64
+	for i, s := range []string{z, x, y} {
+		if len(s) == 0 || len(s) > 10 || strings.Trim(s, "0123456789") != "" {
+			return Tile{}, false
+		}
+		v[i], _ = strconv.ParseUint(s, 10, 64)
+	}
+	if v[0] > MaxZoom || v[1] >= 1<<v[0] || v[2] >= 1<<v[0] {
+		return Tile{}, false
+	}
+	return Tile{int(v[0]), int(v[1]), int(v[2])}, true
 }
 
 func TestPrivate(t *testing.T) {
