@@ -7,7 +7,7 @@ run:
 test:
 	scripts/test.sh
 
-# A longer TestSoak: GEOGATE_SOAK=10m make soak (default 60s).
+# TestSoak for longer than the 60s of make test: GEOGATE_SOAK=10m make soak (default 5m).
 soak:
 	scripts/soak.sh
 
