@@ -373,7 +373,7 @@ func TestSoak(t *testing.T) {
 			third.rss>>20, end.rss>>20, soakRSSSlack>>20)
 	}
 
-	// Every window is 1s; a counter hash lives about two periods.
+	// Every window is 1s, and so is the TTL of every log and counter key.
 	rc := redis.NewClient(&redis.Options{Addr: redisProc.Addr()})
 	defer rc.Close()
 	deadline := time.Now().Add(10 * time.Second)
