@@ -63,15 +63,28 @@ FROM v LEFT JOIN w ON true`
 WHERE id = $1 AND ($2::bytea IS NULL OR ST_Intersects(geom, ST_GeomFromWKB($2, 4326)))`
 	deleteFenceSQL = `DELETE FROM geofences
 WHERE id = $1 AND ($2::bytea IS NULL OR ST_CoveredBy(geom, ST_GeomFromWKB($2, 4326)))`
-	// An envelope crossing the antimeridian (west > east) is split in two.
+	// A fence is listed when its shape meets the box ($2..$5): the
+	// fences' index finds those whose bounding box does (&&); a fence
+	// whose bounding box lies inside the box (@) meets it; for the others
+	// the exact test runs on the fence's subdivided parts (geofence_parts,
+	// as for containment), only on the few small parts whose own boxes
+	// meet it. A box crossing the antimeridian (west > east) is split in
+	// two.
 	listFencesSQL = `
-SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences
-WHERE id > $1
+SELECT f.id, f.name, f.properties - 'name', ST_AsGeoJSON(f.geom) FROM geofences f
+WHERE f.id > $1
   AND ($2::float8 IS NULL
-       OR geom && ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
-       OR ($2 > $4 AND geom && ST_MakeEnvelope($2, $3, 180, $5, 4326)))
-  AND ($7::bytea IS NULL OR ST_Intersects(geom, ST_GeomFromWKB($7, 4326)))
-ORDER BY id
+       OR (f.geom && ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
+           OR ($2 > $4 AND f.geom && ST_MakeEnvelope($2, $3, 180, $5, 4326)))
+      AND (f.geom @ ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
+           OR ($2 > $4 AND f.geom @ ST_MakeEnvelope($2, $3, 180, $5, 4326))
+           OR EXISTS (
+             SELECT 1 FROM geofence_parts p
+             WHERE p.fence_id = f.id
+               AND (ST_Intersects(p.geom, ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326))
+                    OR ($2 > $4 AND ST_Intersects(p.geom, ST_MakeEnvelope($2, $3, 180, $5, 4326)))))))
+  AND ($7::bytea IS NULL OR ST_Intersects(f.geom, ST_GeomFromWKB($7, 4326)))
+ORDER BY f.id
 LIMIT $6`
 )
 
@@ -162,7 +175,7 @@ type BBox struct {
 }
 
 // ListQuery asks for a page of geofences by id, optionally only those
-// whose bounding box meets BBox.
+// whose shape meets BBox (a point on a fence's boundary counts).
 type ListQuery struct {
 	BBox    *BBox
 	Limit   int

@@ -250,6 +250,57 @@ func TestListFences(t *testing.T) {
 	}
 }
 
+// TestListFencesByShape checks that a bbox lists the fences whose shape
+// meets it, not those whose bounding box alone does: an L's notch holds
+// no part of the L.
+func TestListFencesByShape(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	_, h := newTestService(t, pool, testLimits)
+	ids := map[string]int64{}
+	for _, f := range []struct{ name, wkt string }{
+		// An L at the origin: arms along x (y 0..2) and y (x 0..2); its
+		// notch is x 2..10, y 2..10.
+		{"L", "POLYGON((0 0,10 0,10 2,2 2,2 10,0 10,0 0))"},
+		{"notch square", "POLYGON((6 6,7 6,7 7,6 7,6 6))"},
+		// The same L just west of the antimeridian (x 170..179).
+		{"L east", "POLYGON((170 0,179 0,179 2,172 2,172 10,170 10,170 0))"},
+		{"square past the antimeridian", "POLYGON((-178 6,-177 6,-177 7,-178 7,-178 6))"},
+	} {
+		var id int64
+		err := pool.QueryRow(context.Background(),
+			"INSERT INTO geofences (name, geom) VALUES ($1, ST_Multi(ST_GeomFromText($2, 4326))) RETURNING id", f.name, f.wkt).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[f.name] = id
+	}
+	tests := []struct {
+		name  string
+		query string
+		want  []string
+	}{
+		{"in the notch", "bbox=5,5,8,8", []string{"notch square"}},
+		{"on the arm", "bbox=1,5,3,6", []string{"L"}},
+		{"touching the arm's edge", "bbox=2,5,3,6", []string{"L"}},
+		{"in the notch across the antimeridian", "bbox=175,5,-175,8", []string{"square past the antimeridian"}},
+		{"on the arm across the antimeridian, paged", "limit=1&bbox=171,5,-175,8", []string{"L east", "square past the antimeridian"}},
+		{"the world, paged", "limit=1&bbox=-180,-90,180,90", []string{"L", "notch square", "L east", "square past the antimeridian"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := allPages(t, h, "/geofences?"+tt.query)
+			var want []int64
+			for _, n := range tt.want {
+				want = append(want, ids[n])
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("GET /geofences?%s ids = %v, want %v %v", tt.query, got, want, tt.want)
+			}
+		})
+	}
+}
+
 func TestSpatialScopeOnFences(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
