@@ -98,12 +98,14 @@ func parseProperties(raw *json.RawMessage, errs *httpx.ValidationError) (string,
 		errs.Add("Must be a JSON object.", "model_type", "body", "properties")
 		return "", nil
 	}
-	name, ok := props["name"].(string)
-	name = strings.TrimSpace(name)
+	sent, ok := props["name"].(string)
+	name := strings.TrimSpace(sent)
 	switch {
 	case !ok:
 		errs.Add("Field required: a string.", "missing", "body", "properties", "name")
-	case name == "" || utf8.RuneCountInString(name) > maxNameRunes:
+	case name == "" || utf8.RuneCountInString(sent) > maxNameRunes:
+		// The length is the name as sent, as the document's maxLength
+		// counts it; the stored name is trimmed.
 		errs.Add(fmt.Sprintf("Must be 1 to %d characters.", maxNameRunes), "string_length", "body", "properties", "name")
 	case strings.ContainsRune(name, 0):
 		errs.Add("Must not contain NUL characters.", "value_error", "body", "properties", "name")

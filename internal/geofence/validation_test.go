@@ -113,6 +113,7 @@ func TestValidation(t *testing.T) {
 		{"name missing", "POST", "/geofences", `{"type":"Feature","properties":{"a":1},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties", "name"}},
 		{"name blank", "POST", "/geofences", `{"type":"Feature","properties":{"name":"  "},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties", "name"}},
 		{"name too long", "POST", "/geofences", `{"type":"Feature","properties":{"name":"` + strings.Repeat("x", 201) + `"},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties", "name"}},
+		{"name too long with its spaces", "POST", "/geofences", `{"type":"Feature","properties":{"name":" ` + strings.Repeat("x", 199) + ` "},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties", "name"}},
 		{"NUL in the name", "POST", "/geofences", `{"type":"Feature","properties":{"name":"a\u0000b"},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties", "name"}},
 		{"NUL in a property", "POST", "/geofences", `{"type":"Feature","properties":{"name":"x","a":"b\u0000"},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties"}},
 		{"huge number in a property", "POST", "/geofences", `{"type":"Feature","properties":{"name":"x","a":1e999},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties"}},
