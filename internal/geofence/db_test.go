@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -155,8 +156,9 @@ func TestDatabaseDownIs503(t *testing.T) {
 	svc := &Service{db: db{pool: pool, limits: testLimits}, layers: map[string]layer{"places": {name: "places", within: withinSQL("places")}}, names: []string{"places"}}
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	Register(r, svc, Options{Rules: testRules})
+	h := contract.Wrap(t, r, testDocLimits)
 	for _, target := range []string{"/within?lng=1&lat=1&radius=10", "/geofences/1", "/geofences/contains?lng=1&lat=1"} {
-		code, body := do(t, r, "GET", target, "")
+		code, body := do(t, h, "GET", target, "")
 		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "unavailable") {
 			t.Errorf("GET %s with the database down = %d %s, want 503", target, code, body)
 		}

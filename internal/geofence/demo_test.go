@@ -9,15 +9,15 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -53,7 +53,7 @@ func readCities(t *testing.T) []city {
 
 // demoRouter serves the geofence routes over the demo data with a radius
 // limit large enough for the pole and antimeridian circles.
-func demoRouter(t *testing.T) (*Service, *gin.Engine) {
+func demoRouter(t *testing.T) (*Service, http.Handler) {
 	t.Helper()
 	pool := testenv.DemoDB(t)
 	svc, err := New(context.Background(), pool, Settings{Limits: testLimits, Layers: []string{"places", "geofences"}})
@@ -64,7 +64,9 @@ func demoRouter(t *testing.T) (*Service, *gin.Engine) {
 	rules := testRules
 	rules.MaxRadius = 3_000_000
 	Register(r, svc, Options{Rules: rules})
-	return svc, r
+	l := testDocLimits
+	l.MaxRadius = rules.MaxRadius
+	return svc, contract.Wrap(t, r, l)
 }
 
 func cityKey(name string, lng, lat float64) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/twpayne/go-geom/encoding/wkb"
 
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi/contract"
 )
 
 type featureJSON struct {
@@ -309,8 +310,9 @@ func TestSpatialScopeOnFences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	Register(h, svc, Options{Rules: testRules, Scope: func(*gin.Context) []byte { return scope }})
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	Register(r, svc, Options{Rules: testRules, Scope: func(*gin.Context) []byte { return scope }})
+	h := contract.Wrap(t, r, testDocLimits)
 	ids := map[string]int64{}
 	for name, env := range map[string]string{"inside": "1, 1, 2, 2", "outside": "20, 20, 21, 21", "straddling": "9, 9, 11, 11"} {
 		var id int64
