@@ -29,7 +29,7 @@ func TestServiceOnRedisCluster(t *testing.T) {
 		"DATABASE_URL":       dbURL,
 		"REDIS_URL":          testenv.RedisClusterURL(t),
 		"RATELIMIT_GEOFENCE": "10/1m",
-		// Exactness is under test, not latency (see TestReplicasShareOneLimit).
+		// Exactness is under test, not latency (see TestReplicas).
 		"REDIS_TIMEOUT":      "3s",
 		"DB_ACQUIRE_TIMEOUT": "10s",
 		"DB_QUERY_TIMEOUT":   "10s",
