@@ -35,7 +35,7 @@ type fenceBody struct {
 // its decoded geometry. Every problem is a 422 naming where it is.
 func parseFence(body []byte, r Rules) (FenceInput, geom.T, error) {
 	var fb fenceBody
-	if err := decodeJSON(body, &fb); err != nil {
+	if err := decodeJSON(body, &fb, "type", "geometry", "properties"); err != nil {
 		return FenceInput{}, nil, err
 	}
 	errs := &httpx.ValidationError{}
@@ -58,13 +58,13 @@ func parseFence(body []byte, r Rules) (FenceInput, geom.T, error) {
 	return in, g, nil
 }
 
-// decodeJSON unmarshals a whole body, describing malformed JSON without
-// echoing it.
-func decodeJSON(body []byte, v any) error {
+// decodeJSON unmarshals a whole body into the struct v, whose JSON fields
+// are named, describing malformed JSON without echoing it.
+func decodeJSON(body []byte, v any, fields ...string) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return httpx.Invalid("Body required: a JSON document.", "missing", "body")
 	}
-	err := json.Unmarshal(body, v)
+	err := json.Unmarshal(exactMembers(body, fields...), v)
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -82,6 +82,70 @@ func decodeJSON(body []byte, v any) error {
 		return httpx.Invalid("Wrong JSON type.", "type_error", loc...)
 	}
 	return httpx.Invalid("Malformed JSON.", "json_invalid", "body")
+}
+
+// exactMembers returns the JSON object b with only its members named
+// exactly as one of names (the last of duplicates, as encoding/json
+// takes), so that "Type" or "POINTS" is an unknown member, as in JSON and
+// the OpenAPI document, not the field encoding/json would match whatever
+// its case. Anything but an object is returned as it is.
+func exactMembers(b []byte, names ...string) []byte {
+	if !mayHaveInexactKey(b, names) {
+		return b
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || m == nil || !inexactKey(m, names) {
+		return b
+	}
+	kept := make(map[string]json.RawMessage, len(names))
+	for _, n := range names {
+		if raw, ok := m[n]; ok {
+			kept[n] = raw
+		}
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// mayHaveInexactKey is a quick test on the raw bytes, so that the
+// common body is not decoded twice: it is false when no string in b is one
+// of names in other letter cases and nothing could spell one otherwise: a
+// \u escape, or the two letters outside ASCII that fold to ASCII ones
+// (U+017F long s and U+212A Kelvin sign, which encoding/json matches to s
+// and k).
+func mayHaveInexactKey(b []byte, names []string) bool {
+	if bytes.Contains(b, []byte(`\u`)) || bytes.Contains(b, []byte("\u017f")) || bytes.Contains(b, []byte("\u212a")) {
+		return true
+	}
+	for _, n := range names {
+		for i := bytes.IndexByte(b, '"'); i >= 0 && i+len(n)+1 < len(b); {
+			if w := b[i+1 : i+1+len(n)]; b[i+1+len(n)] == '"' && bytes.EqualFold(w, []byte(n)) && string(w) != n {
+				return true
+			}
+			j := bytes.IndexByte(b[i+1:], '"')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+	return false
+}
+
+// inexactKey reports whether m has a key that differs from one of names
+// only by case.
+func inexactKey(m map[string]json.RawMessage, names []string) bool {
+	for k := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseProperties returns the fence name and the other properties as a
@@ -163,7 +227,7 @@ func parseGeometry(raw *json.RawMessage, r Rules, errs *httpx.ValidationError) g
 		return nil
 	}
 	var gj geojson.Geometry
-	if err := json.Unmarshal(*raw, &gj); err != nil {
+	if err := json.Unmarshal(exactMembers(*raw, "type", "coordinates"), &gj); err != nil {
 		errs.Add("Must be a GeoJSON geometry object.", "model_type", loc...)
 		return nil
 	}
@@ -273,7 +337,7 @@ type batchBody struct {
 // parseBatch reads {"points": [[lng, lat], ...]}.
 func parseBatch(body []byte, r Rules) ([]Point, error) {
 	var bb batchBody
-	if err := decodeJSON(body, &bb); err != nil {
+	if err := decodeJSON(body, &bb, "points"); err != nil {
 		return nil, err
 	}
 	if bb.Points == nil {

@@ -119,6 +119,13 @@ func TestValidation(t *testing.T) {
 		{"huge number in a property", "POST", "/geofences", `{"type":"Feature","properties":{"name":"x","a":1e999},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "properties"}},
 		{"geometry missing", "POST", "/geofences", `{"type":"Feature","properties":{"name":"x"}}`, 422, []any{"body", "geometry"}},
 		{"geometry null", "POST", "/geofences", fenceJSON(`null`), 422, []any{"body", "geometry"}},
+		// JSON member names are case-sensitive, as in the document:
+		// encoding/json alone would take these for the fields.
+		{"Geometry capitalised", "POST", "/geofences", `{"type":"Feature","properties":{"name":"x"},"Geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "geometry"}},
+		{"TYPE in capitals", "POST", "/geofences", `{"TYPE":"Feature","properties":{"name":"x"},"geometry":{"type":"Polygon","coordinates":` + square(1, 1, 1) + `}}`, 422, []any{"body", "type"}},
+		{"properties with a long s", "POST", "/geofences", "{\"type\":\"Feature\",\"propertie\u017f\":{\"name\":\"x\"},\"geometry\":{\"type\":\"Polygon\",\"coordinates\":" + square(1, 1, 1) + "}}", 422, []any{"body", "properties"}},
+		{"geometry Type capitalised", "POST", "/geofences", fenceJSON(`{"Type":"Polygon","coordinates":` + square(1, 1, 1) + `}`), 422, []any{"body", "geometry", "type"}},
+		{"geometry Coordinates capitalised", "POST", "/geofences", fenceJSON(`{"type":"Polygon","Coordinates":` + square(1, 1, 1) + `}`), 422, []any{"body", "geometry", "coordinates"}},
 		{"wrong geometry type", "POST", "/geofences", fenceJSON(`{"type":"LineString","coordinates":[[0,0],[1,1]]}`), 422, []any{"body", "geometry", "type"}},
 		{"point geometry", "POST", "/geofences", fenceJSON(`{"type":"Point","coordinates":[0,0]}`), 422, []any{"body", "geometry", "type"}},
 		{"coordinates missing", "POST", "/geofences", fenceJSON(`{"type":"Polygon"}`), 422, []any{"body", "geometry", "coordinates"}},
@@ -147,6 +154,9 @@ func TestValidation(t *testing.T) {
 		// batch containment bodies
 		{"batch malformed", "POST", "/geofences/contains", `{"points":[[1,2]`, 422, []any{"body"}},
 		{"batch points missing", "POST", "/geofences/contains", `{}`, 422, []any{"body", "points"}},
+		{"batch Points capitalised", "POST", "/geofences/contains", `{"Points":[[1,2]]}`, 422, []any{"body", "points"}},
+		{"batch Points escaped", "POST", "/geofences/contains", `{"\u0050oints":[[1,2]]}`, 422, []any{"body", "points"}},
+		{"batch points with a long s", "POST", "/geofences/contains", "{\"point\u017f\":[[1,2]]}", 422, []any{"body", "points"}},
 		{"batch points not an array", "POST", "/geofences/contains", `{"points":5}`, 422, []any{"body", "points"}},
 		{"batch point not a pair", "POST", "/geofences/contains", `{"points":[[1,2],[1]]}`, 422, []any{"body", "points", 1}},
 		{"batch point of strings", "POST", "/geofences/contains", `{"points":[["1","2"]]}`, 422, []any{"body", "points", 0}},
