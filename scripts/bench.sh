@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 trials=${BENCH_TRIALS:-3}
-dur=${BENCH_DUR:-4s}
+dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
 cases=(ratelimit geofence tiles seed import auth)
