@@ -14,7 +14,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
@@ -66,7 +65,7 @@ type Handler struct {
 	r        *Renderer
 	versions *Versions
 	o        Options
-	group    singleflight.Group
+	flights  flights
 	renders  atomic.Int64
 	metrics  *metrics
 }
@@ -187,21 +186,13 @@ func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string
 func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
 	key := l.Name + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
 	for attempt := 1; ; attempt++ {
-		ch := h.group.DoChan(key, func() (any, error) {
+		res, err := h.flights.do(ctx, key, func() (result, error) {
 			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash, version)
 		})
-		select {
-		case <-ctx.Done():
-			return result{}, ctx.Err()
-		case r := <-ch:
-			if r.Err != nil && ctx.Err() == nil && errors.Is(r.Err, context.Canceled) && attempt < 3 {
-				continue // the leader left; render for ourselves
-			}
-			if r.Err != nil {
-				return result{}, r.Err
-			}
-			return r.Val.(result), nil
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) && attempt < 3 {
+			continue // the leader left; render for ourselves
 		}
+		return res, err
 	}
 }
 
