@@ -107,14 +107,21 @@ func TestKeyTTLAtMostLongestWindow(t *testing.T) {
 // before says to retry at that moment.
 func TestCounterForgetsOneLongestPeriodAfterLastAdmission(t *testing.T) {
 	rdb := testenv.Redis(t)
-	base := time.UnixMicro(1_780_000_000_000_000).Add(100 * time.Millisecond)
+	// Periods of minutes: the keys' real TTLs then outlast any stall of a
+	// loaded machine between the checks, so only the caller clock decides.
+	// base is 100ms into a bucket of every period in the table (buckets
+	// start at multiples of their period since the epoch), so that just
+	// before the longest period ends the previous bucket still weighs
+	// nearly whole.
+	const buckets = 3 * time.Minute
+	base := time.UnixMilli(1_780_000_000_000 / buckets.Milliseconds() * buckets.Milliseconds()).Add(100 * time.Millisecond)
 	for _, tc := range []struct {
 		windows string
 		cost    int
 		longest time.Duration
 	}{
-		{"5/1s", 5, time.Second},
-		{"5/1s,8/3s", 5, 3 * time.Second},
+		{"5/1m", 5, time.Minute},
+		{"5/1m,8/3m", 5, 3 * time.Minute},
 	} {
 		for _, backend := range []string{"redis", "local"} {
 			t.Run(backend+"/"+tc.windows, func(t *testing.T) {
