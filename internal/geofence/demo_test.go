@@ -290,3 +290,31 @@ func TestDemoWithinPlan(t *testing.T) {
 	}
 	checkWithinPlan(t, pool, svc, WithinQuery{Layer: "places", Lng: 2.35, Lat: 48.85, Radius: 100_000, Limit: 100})
 }
+
+// TestDemoListByPointAndLineBoxes lists the countries meeting boxes of
+// zero width or height (a point, a meridian and a parallel segment): each
+// is a 200 naming the country it lies in, never an error, whatever the
+// state of the imported borders.
+func TestDemoListByPointAndLineBoxes(t *testing.T) {
+	t.Parallel()
+	_, h := demoRouter(t)
+	tests := []struct {
+		name, bbox, want string
+	}{
+		{"point in Paris", "2.35,48.85,2.35,48.85", "FRA"},
+		{"point in Berlin", "13.4,52.5,13.4,52.5", "DEU"},
+		{"meridian segment in Russia", "45,55,45,65", "RUS"},
+		{"parallel segment in Russia", "40,60,50,60", "RUS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := do(t, h, "GET", "/geofences?limit=100&bbox="+tt.bbox, "")
+			if code != 200 {
+				t.Fatalf("GET /geofences?bbox=%s = %d %.300s, want 200", tt.bbox, code, body)
+			}
+			if !strings.Contains(string(body), `"name":"`+tt.want+`"`) {
+				t.Errorf("GET /geofences?bbox=%s = %.300s, want %s among the fences", tt.bbox, body, tt.want)
+			}
+		})
+	}
+}

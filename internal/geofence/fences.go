@@ -69,7 +69,10 @@ WHERE id = $1 AND ($2::bytea IS NULL OR ST_CoveredBy(geom, ST_GeomFromWKB($2, 43
 	// the exact test runs on the fence's subdivided parts (geofence_parts,
 	// as for containment), only on the few small parts whose own boxes
 	// meet it. A box crossing the antimeridian (west > east) is split in
-	// two.
+	// two. The exact test widens the box by 1e-9 degrees (0.1 mm): a box
+	// of zero width or height is a point or a line, for which GEOS runs a
+	// full topological test that throws on an invalid part (imported
+	// borders have some), while a true rectangle takes its fast path.
 	listFencesSQL = `
 SELECT f.id, f.name, f.properties - 'name', ST_AsGeoJSON(f.geom) FROM geofences f
 WHERE f.id > $1
@@ -81,8 +84,8 @@ WHERE f.id > $1
            OR EXISTS (
              SELECT 1 FROM geofence_parts p
              WHERE p.fence_id = f.id
-               AND (ST_Intersects(p.geom, ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326))
-                    OR ($2 > $4 AND ST_Intersects(p.geom, ST_MakeEnvelope($2, $3, 180, $5, 4326)))))))
+               AND (ST_Intersects(p.geom, ST_Expand(ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326), 1e-9))
+                    OR ($2 > $4 AND ST_Intersects(p.geom, ST_Expand(ST_MakeEnvelope($2, $3, 180, $5, 4326), 1e-9)))))))
   AND ($7::bytea IS NULL OR ST_Intersects(f.geom, ST_GeomFromWKB($7, 4326)))
 ORDER BY f.id
 LIMIT $6`
