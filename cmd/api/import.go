@@ -86,6 +86,9 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if o.SkipBad {
 		fmt.Fprintf(stdout, ", skipped %d bad features", res.Skipped)
 	}
+	if res.Repaired > 0 {
+		fmt.Fprintf(stdout, ", repaired %d invalid polygons (ST_MakeValid)", res.Repaired)
+	}
 	fmt.Fprintln(stdout)
 	return nil
 }

@@ -65,6 +65,9 @@ type Result struct {
 	Bad     []*FeatureError
 	// NotEmpty is set when IfEmpty found rows and nothing was imported.
 	NotEmpty bool
+	// Repaired counts the polygons loaded invalid (self-intersecting
+	// rings, say) and stored in their ST_MakeValid form.
+	Repaired int64
 }
 
 // maxReported bounds Result.Bad.
@@ -154,8 +157,28 @@ func (l *loader) load(ctx context.Context, r io.Reader, o Options, bulk bool) (R
 	if copyErr != nil {
 		return res, copyErr
 	}
+	if o.Layer == Geofences {
+		if res.Repaired, err = l.repairPolygons(ctx, first); err != nil {
+			return res, err
+		}
+	}
 	res.Rows = n
 	return res, nil
+}
+
+// repairPolygons stores the invalid fences among those just loaded (ids
+// from first on) in their ST_MakeValid form, polygons only. Borders
+// simplified for the web often cross themselves, and GEOS throws on some
+// predicates over an invalid polygon, which would turn a later query into
+// an error. The API refuses invalid fences outright; a bulk load repairs
+// them and says how many.
+func (l *loader) repairPolygons(ctx context.Context, first int64) (int64, error) {
+	tag, err := l.tx.Exec(ctx, "UPDATE "+l.table+
+		" SET geom = ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3)) WHERE id >= $1 AND NOT ST_IsValid(geom)", first)
+	if err != nil {
+		return 0, fmt.Errorf("repair invalid polygons: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Analyze refreshes the planner's statistics for a layer. Import leaves

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/importer"
@@ -414,5 +415,53 @@ func TestImportReplaceIsAtomic(t *testing.T) {
 		if s != "old=3000" && s != "new=5000" {
 			t.Errorf("a reader saw %q during replace, want only old=3000 or new=5000", s)
 		}
+	}
+}
+
+// TestImportRepairsInvalidPolygons checks that an import stores the
+// invalid fences it loads in their valid form, counts them, leaves valid
+// ones as they were, and leaves invalid rows from before it alone.
+func TestImportRepairsInvalidPolygons(t *testing.T) {
+	pool := testenv.DB(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO geofences (name, geom)
+		VALUES ('old bow tie', ST_Multi(ST_GeomFromText('POLYGON((0 0,2 2,2 0,0 2,0 0))', 4326)))`); err != nil {
+		t.Fatal(err)
+	}
+	const input = `{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"name":"bow tie"},"geometry":{"type":"Polygon","coordinates":[[[10,0],[12,2],[12,0],[10,2],[10,0]]]}},
+{"type":"Feature","properties":{"name":"square"},"geometry":{"type":"Polygon","coordinates":[[[20,0],[21,0],[21,1],[20,1],[20,0]]]}}
+]}`
+	res, err := importString(t, pool, input, importer.Options{Layer: importer.Geofences})
+	if err != nil {
+		t.Fatalf("Import() error = %v", err)
+	}
+	if res.Repaired != 1 {
+		t.Errorf("Repaired = %d, want 1", res.Repaired)
+	}
+	rows, err := pool.Query(ctx, `SELECT name, ST_IsValid(geom), ST_NumGeometries(geom), ST_Area(geom),
+		(SELECT bool_and(ST_IsValid(p.geom)) FROM geofence_parts p WHERE p.fence_id = g.id)
+		FROM geofences g ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fence struct {
+		Name       string
+		Valid      bool
+		Parts      int
+		Area       float64
+		PartsValid bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fence])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fence{
+		{"old bow tie", false, 1, 0, false}, // not this import's: left as it was
+		{"bow tie", true, 2, 2, true},       // two triangles of area 1
+		{"square", true, 1, 1, true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fences (-want +got):\n%s", diff)
 	}
 }
