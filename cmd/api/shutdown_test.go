@@ -22,7 +22,7 @@ import (
 // renders, all waiting on a lock on places), and sends it SIGTERM: the
 // listener closes at once while they are still waiting, every one of them
 // then completes with a whole 200 body, and the process exits with status
-// 0 within SHUTDOWN_TIMEOUT.
+// 0, which it does only when shutdown finished within SHUTDOWN_TIMEOUT.
 func TestShutdownOnSIGTERM(t *testing.T) {
 	const (
 		shutdownTimeout = 3 * time.Second
@@ -118,10 +118,14 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 			t.Errorf("GET %s in flight at SIGTERM: 200 with an empty body", a.path)
 		}
 	}
-	code, err := p.wait(time.Until(sigterm.Add(shutdownTimeout)))
+	// Status 0 is the proof that shutdown finished within SHUTDOWN_TIMEOUT:
+	// a Shutdown that times out makes run return an error, and main exit
+	// with status 1. The wait itself allows 2s more, for the process to
+	// exit and be reaped on a loaded machine.
+	code, err := p.wait(time.Until(sigterm.Add(shutdownTimeout + 2*time.Second)))
 	took := time.Since(sigterm)
 	if err != nil || code != 0 {
-		t.Errorf("after SIGTERM: exit status %d, %v; want 0 within SHUTDOWN_TIMEOUT %v", code, err, shutdownTimeout)
+		t.Errorf("after SIGTERM: exit status %d, %v; want 0 (shutdown within SHUTDOWN_TIMEOUT %v)", code, err, shutdownTimeout)
 	}
 	t.Logf("exited %v after SIGTERM (the lock held %v of it)", took.Round(time.Millisecond), lockHeld)
 	if t.Failed() {
