@@ -30,13 +30,19 @@ func TestAPIProcess(t *testing.T) {
 // binary re-executed to run main, so that it is built with the same flags
 // (-race included) as the tests that drive it.
 type apiProcess struct {
-	base string // http://127.0.0.1:port
-	addr string // 127.0.0.1:port
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{} // closed once the process has exited
-	err  error         // cmd.Wait's result, set before done closes
+	base     string // http://127.0.0.1:port
+	addr     string // 127.0.0.1:port
+	env      map[string]string
+	attempts int // launches so far, the current one included
+	cmd      *exec.Cmd
+	logs     *syncBuffer
+	done     chan struct{} // closed once the process has exited
+	err      error         // cmd.Wait's result, set before done closes
 }
+
+// maxLaunches bounds how often waitHealthy relaunches a process that lost
+// its port to another process between freePort and its own listen.
+const maxLaunches = 4
 
 // launchProcess starts the service as a child process with env as its
 // whole configuration (plus PORT, a free port) and returns at once; call
@@ -44,35 +50,8 @@ type apiProcess struct {
 // running gets SIGTERM and must exit with status 0.
 func launchProcess(t *testing.T, env map[string]string) *apiProcess {
 	t.Helper()
-	port := freePort(t)
-	p := &apiProcess{
-		base: fmt.Sprintf("http://127.0.0.1:%d", port),
-		addr: fmt.Sprintf("127.0.0.1:%d", port),
-		logs: &syncBuffer{},
-		done: make(chan struct{}),
-	}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestAPIProcess$", "-test.count=1")
-	p.cmd.Env = []string{apiProcessEnv + "=1", "PORT=" + fmt.Sprint(port)}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			p.cmd.Env = append(p.cmd.Env, k+"="+v)
-		}
-	}
-	// Under -race the runtime sleeps a second before exiting, which the
-	// api binary does not: the shutdown tests time the exit.
-	p.cmd.Env = append(p.cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	for k, v := range env {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	dieWithTest(p.cmd)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start an API process: %v", err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
+	p := &apiProcess{env: env}
+	p.launch(t)
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
@@ -87,6 +66,44 @@ func launchProcess(t *testing.T, env map[string]string) *apiProcess {
 	return p
 }
 
+// launch starts the process on a port free a moment ago. Another process
+// may bind that port before the child does: waitHealthy then launches
+// again, on a new port.
+func (p *apiProcess) launch(t *testing.T) {
+	t.Helper()
+	port := freePort(t)
+	p.attempts++
+	p.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	p.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	p.logs = &syncBuffer{}
+	p.done = make(chan struct{})
+	p.err = nil
+	p.cmd = exec.Command(os.Args[0], "-test.run=^TestAPIProcess$", "-test.count=1")
+	p.cmd.Env = []string{apiProcessEnv + "=1", "PORT=" + fmt.Sprint(port)}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		}
+	}
+	// Under -race the runtime sleeps a second before exiting, which the
+	// api binary does not: the shutdown tests time the exit.
+	p.cmd.Env = append(p.cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	for k, v := range p.env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	dieWithTest(p.cmd)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start an API process: %v", err)
+	}
+	cmd, done := p.cmd, p.done
+	go func() {
+		err := cmd.Wait()
+		p.err = err
+		close(done)
+	}()
+}
+
 // startProcess is launchProcess followed by waitHealthy.
 func startProcess(t *testing.T, env map[string]string) *apiProcess {
 	t.Helper()
@@ -96,7 +113,8 @@ func startProcess(t *testing.T, env map[string]string) *apiProcess {
 }
 
 // waitHealthy waits until the process answers /healthz with 200, and
-// fails the test if it exits first or takes more than 30s.
+// fails the test if it exits first or takes more than 30s. A process that
+// exits because its port was taken is launched again on another.
 func (p *apiProcess) waitHealthy(t *testing.T) {
 	t.Helper()
 	client := &http.Client{Timeout: time.Second}
@@ -104,7 +122,13 @@ func (p *apiProcess) waitHealthy(t *testing.T) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			t.Fatalf("API process %s exited early: %v\nlogs:\n%s", p.addr, p.err, tail(p.logs.String(), 4000))
+			logs := p.logs.String()
+			if strings.Contains(logs, "address already in use") && p.attempts < maxLaunches {
+				t.Logf("API process %s lost its port, launching it again: %v\n%s", p.addr, p.err, tail(logs, 1000))
+				p.launch(t)
+				continue
+			}
+			t.Fatalf("API process %s exited early: %v\nlogs:\n%s", p.addr, p.err, tail(logs, 4000))
 		default:
 		}
 		if resp, err := client.Get(p.base + "/healthz"); err == nil {
