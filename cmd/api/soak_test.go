@@ -125,15 +125,10 @@ type soakLoad struct {
 	etags    map[string]string
 }
 
-// next picks a request: 40% /within, 20% containment, 40% tiles, a fifth
-// of them from the greedy identity (far over its 50/s), the rest spread
-// over the others.
+// next picks a request of the mix: 40% /within, 20% containment, 40%
+// tiles, spread over every identity but the greedy one.
 func (l *soakLoad) next(rng *rand.Rand) (kind, path, secret string) {
-	if rng.IntN(5) == 0 {
-		secret = l.secrets[0]
-	} else {
-		secret = l.secrets[1+rng.IntN(len(l.secrets)-1)]
-	}
+	secret = l.secrets[1+rng.IntN(len(l.secrets)-1)]
 	switch n := rng.IntN(10); {
 	case n < 4:
 		return "within", fmt.Sprintf("/within?lng=%.4f&lat=%.4f&radius=%d", -10+rng.Float64()*40, 36+rng.Float64()*20, 100+rng.IntN(5000)), secret
@@ -146,6 +141,17 @@ func (l *soakLoad) next(rng *rand.Rand) (kind, path, secret string) {
 	x := (1<<z)/2 + rng.IntN(1+(1<<z)/8)
 	y := (1<<z)/4 + rng.IntN(1+(1<<z)/8)
 	return "tiles", fmt.Sprintf("/tiles/%s/%d/%d/%d.mvt", layer, z, x, y), secret
+}
+
+// nextGreedy picks a request of the greedy identity: /within (small radii,
+// cost 1) or point containment, both spending its "geofence" budget. They
+// are counted under kind "greedy".
+func (l *soakLoad) nextGreedy(rng *rand.Rand) (kind, path, secret string) {
+	lng, lat := -10+rng.Float64()*40, 36+rng.Float64()*20
+	if rng.IntN(2) == 0 {
+		return "greedy", fmt.Sprintf("/within?lng=%.4f&lat=%.4f&radius=%d", lng, lat, 100+rng.IntN(900)), l.secrets[0]
+	}
+	return "greedy", fmt.Sprintf("/geofences/contains?lng=%.4f&lat=%.4f", lng, lat), l.secrets[0]
 }
 
 // do sends one request (conditional half the time when an ETag is known)
@@ -219,11 +225,11 @@ func (l *soakLoad) closedLoop(workers int, d time.Duration) int {
 	return int(n.Load())
 }
 
-// openLoop offers rate requests per second until ctx ends, through up to
-// workers requests in flight at once. A request due while every worker is
-// busy is skipped and counted, not queued, so that a slow service is not
-// offered a growing backlog.
-func (l *soakLoad) openLoop(ctx context.Context, rate float64, workers int) (sent, skipped int) {
+// openLoop offers rate requests per second, each chosen by next, until
+// ctx ends, through up to workers requests in flight at once. A request
+// due while every worker is busy is skipped and counted, not queued, so
+// that a slow service is not offered a growing backlog.
+func (l *soakLoad) openLoop(ctx context.Context, next func(*rand.Rand) (kind, path, secret string), rate float64, workers int) (sent, skipped int) {
 	type job struct{ kind, path, secret string }
 	jobs := make(chan job)
 	var wg sync.WaitGroup
@@ -240,7 +246,7 @@ func (l *soakLoad) openLoop(ctx context.Context, rate float64, workers int) (sen
 	start := time.Now()
 	for i := 0; ctx.Err() == nil; i++ {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
-		kind, path, secret := l.next(rng)
+		kind, path, secret := next(rng)
 		select {
 		case jobs <- job{kind, path, secret}:
 			sent++
@@ -257,9 +263,11 @@ func (l *soakLoad) openLoop(ctx context.Context, rate float64, workers int) (sen
 // demo data, for soakDuration. Three API keys open with a burst of 100
 // each under 50/1s. A 2s closed loop of 16 clients (after an unmeasured
 // second) then measures what the service answers per second; the soak
-// offers that rate as a mix of /within, point containment and tiles (half
-// of repeats conditional) from 20 API keys and the anonymous client, a
-// fifth of it from one greedy key. Every answer is 200, 204, 304 or 429, no request fails in transport,
+// offers four fifths of that rate as a mix of /within, point containment
+// and tiles (half of repeats conditional) from 19 API keys and the
+// anonymous client, and beside it twice its limit (100/s of /within and
+// point containment) from one greedy key, which must get both 200s and
+// 429s and nothing else. Every answer is 200, 204, 304 or 429, no request fails in transport,
 // the service's memory at the end is within a small margin of its level
 // after the first third, and once the load stops and the windows have
 // passed, Redis holds no rate-limit key.
@@ -291,13 +299,17 @@ func TestSoak(t *testing.T) {
 	}
 	secrets = append(secrets, "") // anonymous: one identity, the client address
 	p := startProcess(t, env)
-	const workers = 64
+	const (
+		workers       = 64
+		greedyWorkers = 32
+		greedyRate    = 100 // twice its RATELIMIT_GEOFENCE
+	)
 	load := &soakLoad{
 		base:    p.base,
 		secrets: secrets,
 		client: &http.Client{
 			Timeout:   30 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers},
+			Transport: &http.Transport{MaxIdleConnsPerHost: workers + greedyWorkers, MaxConnsPerHost: workers + greedyWorkers},
 		},
 		statuses: map[string]map[int]int{},
 		etags:    map[string]string{},
@@ -321,18 +333,23 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type counts struct{ sent, skipped int }
-	done := make(chan counts, 1)
+	done, greedyDone := make(chan counts, 1), make(chan counts, 1)
+	mixRate := rate * 4 / 5
 	start := time.Now()
 	go func() {
-		sent, skipped := load.openLoop(ctx, rate, workers)
+		sent, skipped := load.openLoop(ctx, load.next, mixRate, workers)
 		done <- counts{sent, skipped}
+	}()
+	go func() {
+		sent, skipped := load.openLoop(ctx, load.nextGreedy, greedyRate, greedyWorkers)
+		greedyDone <- counts{sent, skipped}
 	}()
 	time.Sleep(dur / 3)
 	mem["third"] = serviceMemory(t, p, pprofAddr)
 	time.Sleep(time.Until(start.Add(dur)))
 	mem["end"] = serviceMemory(t, p, pprofAddr)
 	cancel()
-	c := <-done
+	c, g := <-done, <-greedyDone
 	elapsed := time.Since(start)
 
 	load.mu.Lock()
@@ -346,7 +363,9 @@ func TestSoak(t *testing.T) {
 		t.Logf("%s: %v", k, load.statuses[k])
 	}
 	t.Logf("capacity probe: %.0f answers/s (16 clients, closed loop, %v); soak: offered %.0f/s for %v from %d identities, %d sent (%.0f/s), %d skipped with all %d clients busy",
-		rate, probe, rate, elapsed.Round(time.Millisecond), len(secrets), c.sent, float64(c.sent)/elapsed.Seconds(), c.skipped, workers)
+		rate, probe, mixRate, elapsed.Round(time.Millisecond), len(secrets)-1, c.sent, float64(c.sent)/elapsed.Seconds(), c.skipped, workers)
+	t.Logf("greedy key: offered %d/s, %d sent (%.0f/s), %d skipped with all %d clients busy",
+		greedyRate, g.sent, float64(g.sent)/elapsed.Seconds(), g.skipped, greedyWorkers)
 	t.Logf("service memory: start %v; after a third %v; end %v", mem["start"], mem["third"], mem["end"])
 	if len(load.failures) > 0 {
 		f := load.failures
@@ -359,6 +378,16 @@ func TestSoak(t *testing.T) {
 		if load.statuses[k][200] == 0 {
 			t.Errorf("no %s request answered 200: %v", k, load.statuses[k])
 		}
+	}
+	greedy := load.statuses["greedy"]
+	others := 0
+	for code, n := range greedy {
+		if code != 200 && code != 429 {
+			others += n
+		}
+	}
+	if greedy[200] == 0 || greedy[429] == 0 || others != 0 {
+		t.Errorf("greedy key offered %d/s under 50/1s: statuses %v, want 200s and 429s and nothing else", greedyRate, greedy)
 	}
 	if got := burst[429]; got < 3 {
 		t.Errorf("bursts of 100 from three identities under 50/1s got %d 429s (%v), want many", got, burst)
