@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,7 +97,7 @@ func Handler(target string, rec *Recorder) http.Handler {
 		panic(fmt.Sprintf("contract: bad target %q: %v", target, err))
 	}
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: clientAddr()}, Timeout: 5 * time.Second}
-	tr := &http.Transport{DialContext: d.DialContext, DisableCompression: true, MaxIdleConnsPerHost: 16}
+	tr := &http.Transport{DialContext: dialFrom(d), DisableCompression: true, MaxIdleConnsPerHost: 16}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqBody, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -150,6 +152,20 @@ func Handler(target string, rec *Recorder) http.Handler {
 func clientAddr() net.IP {
 	n := 2 + rand.Uint32N(1<<24-3) // not .0, .1 or the broadcast address
 	return net.IPv4(127, byte(n>>16), byte(n>>8), byte(n))
+}
+
+// dialFrom dials with d, from its LocalAddr; where the system has no such
+// address (only Linux answers on all of 127.0.0.0/8) it dials that
+// connection from an address the system picks instead.
+func dialFrom(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	plain := &net.Dialer{Timeout: d.Timeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return plain.DialContext(ctx, network, addr)
+		}
+		return c, err
+	}
 }
 
 func jsonUnmarshal(b []byte, v any) error {
