@@ -123,6 +123,27 @@ func placesDB(t *testing.T) (*pgxpool.Pool, string) {
 	return pool, url
 }
 
+// lockPlaces takes an ACCESS EXCLUSIVE lock on places in a transaction of
+// its own, so that every query and tile render reading it waits. unlock
+// rolls the transaction back (at the latest when the test ends).
+func lockPlaces(t *testing.T, pool *pgxpool.Pool) (unlock func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatalf("releasing the lock on places: %v", err)
+		}
+	}
+}
+
 // policyFile writes a rate-limit policy file giving the geofence policy
 // windows and a failure mode.
 func policyFile(t *testing.T, windows, failure string) string {
@@ -701,15 +722,7 @@ func TestFaultSlowQueries(t *testing.T) {
 	tileCache(t, base, "MISS")
 	tileCache(t, base, "HIT")
 
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, pool)
 
 	const callers = 8
 	outs := make([]outcome, callers)
@@ -745,9 +758,7 @@ func TestFaultSlowQueries(t *testing.T) {
 	}
 	t.Logf("statuses against a locked table: %v", codes)
 
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 	// The pool's 2 connections are back: 2 rounds of 4 concurrent callers
 	// all succeed.
 	start := time.Now()

@@ -54,15 +54,7 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 		}
 	}
 
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, pool)
 	type answer struct {
 		path string
 		outcome
@@ -103,9 +95,7 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 		t.Errorf("%d requests answered while the lock was still held, want none", n)
 	}
 	time.Sleep(time.Until(sigterm.Add(lockHeld)))
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 
 	for range paths {
 		a := <-outs

@@ -35,15 +35,7 @@ func TestTileRenderConcurrencyCap(t *testing.T) {
 		otherPath = "/tiles/places/5/16/11.mvt" // Paris one zoom deeper
 	)
 
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockPlaces(t, pool)
 	held := make(chan outcome, 1)
 	go func() { held <- fetch(client, http.MethodGet, base+heldPath, "", nil) }()
 	waitTileRenderBlocked(t, pool)
@@ -61,9 +53,7 @@ func TestTileRenderConcurrencyCap(t *testing.T) {
 		t.Errorf("Retry-After = %q, want 1", ra)
 	}
 
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 	if o := <-held; o.err != nil || o.status != http.StatusOK {
 		t.Fatalf("held render after the lock = %s, want 200", o)
 	}
