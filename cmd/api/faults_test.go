@@ -123,27 +123,6 @@ func placesDB(t *testing.T) (*pgxpool.Pool, string) {
 	return pool, url
 }
 
-// lockPlaces takes an ACCESS EXCLUSIVE lock on places in a transaction of
-// its own, so that every query and tile render reading it waits. unlock
-// rolls the transaction back (at the latest when the test ends).
-func lockPlaces(t *testing.T, pool *pgxpool.Pool) (unlock func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatalf("releasing the lock on places: %v", err)
-		}
-	}
-}
-
 // policyFile writes a rate-limit policy file giving the geofence policy
 // windows and a failure mode.
 func policyFile(t *testing.T, windows, failure string) string {
@@ -722,7 +701,7 @@ func TestFaultSlowQueries(t *testing.T) {
 	tileCache(t, base, "MISS")
 	tileCache(t, base, "HIT")
 
-	unlock := lockPlaces(t, pool)
+	unlock := testenv.LockPlaces(t, pool)
 
 	const callers = 8
 	outs := make([]outcome, callers)

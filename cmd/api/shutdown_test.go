@@ -54,7 +54,7 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 		}
 	}
 
-	unlock := lockPlaces(t, pool)
+	unlock := testenv.LockPlaces(t, pool)
 	type answer struct {
 		path string
 		outcome

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // TestTileRenderConcurrencyCap: a concurrency cap on the "tiles" policy
@@ -35,7 +37,7 @@ func TestTileRenderConcurrencyCap(t *testing.T) {
 		otherPath = "/tiles/places/5/16/11.mvt" // Paris one zoom deeper
 	)
 
-	unlock := lockPlaces(t, pool)
+	unlock := testenv.LockPlaces(t, pool)
 	held := make(chan outcome, 1)
 	go func() { held <- fetch(client, http.MethodGet, base+heldPath, "", nil) }()
 	waitTileRenderBlocked(t, pool)

@@ -160,7 +160,7 @@ func TestSingleflight(t *testing.T) {
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
 	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }})
-	unlock := lockPlaces(t, db)
+	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const n = 20
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
@@ -194,7 +194,7 @@ func TestDisconnectCancelsRender(t *testing.T) {
 	db := fixtureDB(t)
 	rp := newReplica(t, db, nil, "", Options{})
 	ctx := context.Background()
-	unlock := lockPlaces(t, db)
+	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan int)
@@ -222,23 +222,6 @@ func blockedRenders(t *testing.T, db *pgxpool.Pool) int {
 	return n
 }
 
-// lockPlaces holds places locked against every query until unlock (also
-// called when the test ends; a second call does nothing).
-func lockPlaces(t *testing.T, db *pgxpool.Pool) (unlock func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE places IN ACCESS EXCLUSIVE MODE"); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatal(err)
-	}
-	var once sync.Once
-	return func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
-}
-
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -261,7 +244,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	var arrived atomic.Int64
 	count := Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }}
 	replicas := []replica{newReplica(t, db, rdb, prefix, count), newReplica(t, db, rdb, prefix, count)}
-	unlock := lockPlaces(t, db)
+	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const perReplica = 5
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
