@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -84,68 +85,31 @@ func decodeJSON(body []byte, v any, fields ...string) error {
 	return httpx.Invalid("Malformed JSON.", "json_invalid", "body")
 }
 
-// exactMembers returns the JSON object b with only its members named
-// exactly as one of names (the last of duplicates, as encoding/json
-// takes), so that "Type" or "POINTS" is an unknown member, as in JSON and
-// the OpenAPI document, not the field encoding/json would match whatever
-// its case. Anything but an object is returned as it is.
+// exactMembers returns the JSON object b without the members whose names
+// differ from one of names only in letter case (the name encoding/json
+// would otherwise match whatever its case), so that "Type" or "POINTS" is
+// an unknown member, as in JSON and the OpenAPI document. Anything but an
+// object, or an object without such members, is returned as it is.
 func exactMembers(b []byte, names ...string) []byte {
-	if !mayHaveInexactKey(b, names) {
-		return b
-	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil || m == nil || !inexactKey(m, names) {
+	if json.Unmarshal(b, &m) != nil || m == nil {
 		return b
 	}
-	kept := make(map[string]json.RawMessage, len(names))
-	for _, n := range names {
-		if raw, ok := m[n]; ok {
-			kept[n] = raw
+	dropped := false
+	for k := range m {
+		if !slices.Contains(names, k) && slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(k, n) }) {
+			delete(m, k)
+			dropped = true
 		}
 	}
-	out, err := json.Marshal(kept)
+	if !dropped {
+		return b
+	}
+	out, err := json.Marshal(m)
 	if err != nil {
 		return b
 	}
 	return out
-}
-
-// mayHaveInexactKey is a quick test on the raw bytes, so that the
-// common body is not decoded twice: it is false when no string in b is one
-// of names in other letter cases and nothing could spell one otherwise: a
-// \u escape, or the two letters outside ASCII that fold to ASCII ones
-// (U+017F long s and U+212A Kelvin sign, which encoding/json matches to s
-// and k).
-func mayHaveInexactKey(b []byte, names []string) bool {
-	if bytes.Contains(b, []byte(`\u`)) || bytes.Contains(b, []byte("\u017f")) || bytes.Contains(b, []byte("\u212a")) {
-		return true
-	}
-	for _, n := range names {
-		for i := bytes.IndexByte(b, '"'); i >= 0 && i+len(n)+1 < len(b); {
-			if w := b[i+1 : i+1+len(n)]; b[i+1+len(n)] == '"' && bytes.EqualFold(w, []byte(n)) && string(w) != n {
-				return true
-			}
-			j := bytes.IndexByte(b[i+1:], '"')
-			if j < 0 {
-				break
-			}
-			i += 1 + j
-		}
-	}
-	return false
-}
-
-// inexactKey reports whether m has a key that differs from one of names
-// only by case.
-func inexactKey(m map[string]json.RawMessage, names []string) bool {
-	for k := range m {
-		for _, n := range names {
-			if k != n && strings.EqualFold(k, n) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // parseProperties returns the fence name and the other properties as a
