@@ -249,7 +249,7 @@ func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, ra
 	// Both tags name the same tile at the same data version: a client
 	// holding either form, or behind a proxy that compressed or
 	// decompressed the answer on the way, has the current tile.
-	if etagMatch(c.GetHeader("If-None-Match"), e.ETag, gzipETag(e.ETag)) {
+	if etagMatch(c.GetHeader("If-None-Match"), e.ETag) {
 		c.Status(http.StatusNotModified)
 		return
 	}
@@ -296,14 +296,15 @@ func private(cc string) string {
 }
 
 // etagMatch implements If-None-Match's weak comparison: it reports whether
-// header lists * or any of tags.
-func etagMatch(header string, tags ...string) bool {
+// header lists *, tag or tag's gzip form (gzipETag).
+func etagMatch(header, tag string) bool {
 	if header == "" {
 		return false
 	}
+	gz := gzipETag(tag)
 	for _, v := range strings.Split(header, ",") {
 		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
-		if v == "*" || slices.Contains(tags, v) {
+		if v == "*" || v == tag || v == gz {
 			return true
 		}
 	}

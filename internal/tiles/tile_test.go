@@ -101,7 +101,7 @@ func TestETagMatch(t *testing.T) {
 		{``, false},
 	}
 	for _, tt := range tests {
-		if got := etagMatch(tt.header, `"abc"`, `"abc-gz"`); got != tt.want {
+		if got := etagMatch(tt.header, `"abc"`); got != tt.want {
 			t.Errorf("etagMatch(%q, \"abc\", \"abc-gz\") = %v, want %v", tt.header, got, tt.want)
 		}
 	}
