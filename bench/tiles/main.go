@@ -3,8 +3,8 @@
 // cache off, next to the identical tile SQL run straight through pgx at
 // the same concurrency; and cached tiles per second and p99 (gzip, with
 // the default in-process memory cache holding the set, so each costs a
-// copy from memory and one Redis GET of the layer's version, as a hot tile
-// in the service) with -c clients and with one client, whose p99 is the
+// copy from memory and, once per version window, one Redis GET of the
+// layer's version, as a hot tile in the service) with -c clients and with one client, whose p99 is the
 // latency of a cached tile without queueing behind other clients on the
 // 2 cores. The handler runs in this process on a loopback HTTP server
 // (authentication, rate limits and access logs are not in the path). The

@@ -21,6 +21,11 @@ type Tiles struct {
 	// MemoryCacheBytes of hot tiles are also kept in each process, in
 	// front of Redis; 0 keeps none.
 	MemoryCacheBytes int64
+	// VersionWindow is how long one read of a layer's shared version in
+	// Redis lets a replica serve that layer's tiles from memory without
+	// reading it again; every write through the API waits this long
+	// before it answers. 0 reads the version for every tile.
+	VersionWindow time.Duration
 	// CacheControl is the Cache-Control header of tile responses.
 	CacheControl string
 	// RenderTimeout bounds one tile query.
@@ -80,9 +85,14 @@ func loadTiles(r *reader) Tiles {
 		Cache:            r.boolean("TILES_CACHE", true),
 		CacheTTL:         r.duration("TILES_CACHE_TTL", 24*time.Hour),
 		MemoryCacheBytes: int64(r.integer("TILES_MEMORY_CACHE_MB", 64, 0, 1<<20)) << 20,
+		VersionWindow:    r.durationOrZero("TILES_VERSION_WINDOW", 5*time.Millisecond),
 		CacheControl:     r.str("TILES_CACHE_CONTROL", "public, max-age=60"),
 		RenderTimeout:    r.duration("TILES_RENDER_TIMEOUT", 10*time.Second),
 		PublicURL:        strings.TrimRight(r.str("TILES_PUBLIC_URL", ""), "/"),
+	}
+	if t.VersionWindow > time.Second {
+		// Every write through the API waits the window out.
+		r.fail("TILES_VERSION_WINDOW", t.VersionWindow.String(), "at most 1s: every write waits this long before it answers")
 	}
 	if t.PublicURL != "" {
 		r.urlWithScheme("TILES_PUBLIC_URL", t.PublicURL, "http", "https")

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -19,8 +20,19 @@ func TestLoadTiles(t *testing.T) {
 			if len(c.Layers) != 2 || c.Layers[0].Name != "places" || c.Layers[1].Name != "geofences" || !c.Cache || c.Extent != 4096 {
 				return "want places and geofences, cache on, extent 4096"
 			}
+			if c.VersionWindow != 5*time.Millisecond {
+				return "want a version window of 5ms"
+			}
 			return cmp.Diff([]string{"name", "properties.country"}, c.Layers[0].Fields)
 		}, nil},
+		{"VersionWindowOff", map[string]string{"TILES_VERSION_WINDOW": "0"}, func(c Tiles) string {
+			if c.VersionWindow != 0 {
+				return "want the version window off"
+			}
+			return ""
+		}, nil},
+		{"VersionWindowBad", map[string]string{"TILES_VERSION_WINDOW": "2s"}, nil, []string{"TILES_VERSION_WINDOW", "at most 1s"}},
+		{"VersionWindowNegative", map[string]string{"TILES_VERSION_WINDOW": "-1ms"}, nil, []string{"TILES_VERSION_WINDOW"}},
 		{"CustomLayer", map[string]string{
 			"TILES_LAYERS":         "places,roads",
 			"TILES_ROADS_FIELDS":   "name,properties.kind",

@@ -77,12 +77,17 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	if !c.available() {
 		return entry{}, version, false, errors.New("tile cache: redis recently failed")
 	}
+	key := c.key(l.Name, version, t, scopeHash)
+	mem, inMem := c.mem.get(key)
+	if inMem && c.versions.current(l.Table, version) {
+		return mem, version, true, nil // a hot tile: no round trip at all
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	key := c.key(l.Name, version, t, scopeHash)
-	if e, ok := c.mem.get(key); ok {
+	if inMem {
 		// The copy in memory is good while no replica has published a
 		// newer version; reading that is the one round trip.
+		sent := c.versions.now()
 		shared, err := c.rdb.Get(ctx, c.versions.key(l.Table)).Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
@@ -91,9 +96,11 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 			if shared < version {
 				_ = c.versions.publish(ctx, l.Table, version)
 			}
-			return e, version, true, nil
+			c.versions.confirm(l.Table, version, sent)
+			return mem, version, true, nil
 		}
 	}
+	sent := c.versions.now()
 	pipe := c.rdb.Pipeline()
 	verCmd := pipe.Get(ctx, c.versions.key(l.Table))
 	tileCmd := pipe.Get(ctx, key)
@@ -107,6 +114,7 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 		// Another replica published a newer version than this one has
 		// heard of: the tile fetched is stale, look up the current one.
 		c.versions.raise(l.Table, shared)
+		c.versions.confirm(l.Table, shared, sent)
 		version = shared
 		key = c.key(l.Name, version, t, scopeHash)
 		b, err := c.rdb.Get(ctx, key).Bytes()
@@ -121,6 +129,7 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 		// Redis lost or never had the version (restart, eviction).
 		_ = c.versions.publish(ctx, l.Table, version)
 	}
+	c.versions.confirm(l.Table, version, sent)
 	b, err := tileCmd.Bytes()
 	if err != nil {
 		return entry{}, version, false, nil

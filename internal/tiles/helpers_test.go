@@ -64,6 +64,9 @@ type replica struct {
 	h       *Handler
 	r       *gin.Engine
 	checked http.Handler
+	// stop ends the version listener: the replica then learns of writes
+	// through Redis alone.
+	stop context.CancelFunc
 }
 
 // newReplica builds a handler on db and rdb (nil: cache off) under prefix,
@@ -85,7 +88,7 @@ func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefi
 	}
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	h.Register(r)
-	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{})}
+	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: cancel}
 }
 
 // get serves one request; headers alternate names and values.

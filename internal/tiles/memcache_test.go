@@ -3,7 +3,11 @@ package tiles
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -84,15 +88,74 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "HIT" {
 		t.Fatalf("GET after the Redis copy was dropped = %d %s, want 200 HIT from memory", w.Code, w.Header().Get("X-Cache"))
 	}
-	// Another replica has seen a write: the memory copy is outdated.
+	// Another replica has seen a write: the memory copy is outdated. A
+	// write through the API waits the version window out before it
+	// answers; so does this one.
 	local := rp.h.versions.Local("geofences")
 	if err := rdb.Set(ctx, rp.h.versions.key("geofences"), local+1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(rp.h.versions.window)
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
 		t.Errorf("GET after a newer shared version = %d %s, want 200 MISS (rendered again)", w.Code, w.Header().Get("X-Cache"))
 	}
 	if got := rp.h.versions.Local("geofences"); got != local+1 {
 		t.Errorf("local version = %d, want it raised to %d", got, local+1)
+	}
+}
+
+// TestHotTilesSkipRedisWithinTheWindow: within the version window after a
+// read of the shared version, tiles in memory are served without any Redis
+// command; with the window off, each costs one read of the version.
+func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	var commands atomic.Int64
+	rdb.AddHook(countingHook{&commands})
+	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
+	path := tilePath("geofences", tileOf(13.41, 52.52, 6))
+	tests := []struct {
+		window time.Duration
+		want   func(n int64) bool
+		what   string
+	}{
+		{time.Minute, func(n int64) bool { return n == 0 }, "none"},
+		{0, func(n int64) bool { return n == 50 }, "one read of the version per tile (50)"},
+	}
+	for _, tt := range tests {
+		rp.h.versions.window = tt.window
+		// The first GET renders or reads the tile, and reads the version.
+		if w := rp.get(t, path); w.Code != 200 {
+			t.Fatalf("warming GET = %d", w.Code)
+		}
+		commands.Store(0)
+		for range 50 {
+			if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "HIT" {
+				t.Fatalf("window %v: GET = %d %s, want 200 HIT", tt.window, w.Code, w.Header().Get("X-Cache"))
+			}
+		}
+		if got := commands.Load(); !tt.want(got) {
+			t.Errorf("window %v: 50 hot tiles sent %d Redis commands, want %s", tt.window, got, tt.what)
+		}
+	}
+}
+
+// countingHook counts the commands a client sends, pipelined ones each.
+type countingHook struct{ n *atomic.Int64 }
+
+func (h countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
 	}
 }

@@ -58,6 +58,7 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	}
 	versions := NewVersions(d.DB, rdb, d.KeyPrefix, o.Log)
 	versions.timeout = d.RedisTimeout
+	versions.window = cfg.VersionWindow
 	h := NewHandler(r, versions, o)
 	if err := h.versions.Sync(ctx); err != nil {
 		h.o.Log.Warn("tile versions not published", "err", err.Error())

@@ -12,10 +12,11 @@ import (
 // SyncVersions is middleware for routes that write layer tables (geofence
 // create, update, delete). After the handler has committed and before the
 // first byte of a successful answer leaves, it publishes the new versions
-// to Redis, so that once the client has the answer, no replica serves a
-// tile rendered before the write.
+// to Redis and waits the version window out (Versions.Commit), so that
+// once the client has the answer, no replica serves a tile rendered before
+// the write.
 func (h *Handler) SyncVersions() gin.HandlerFunc {
-	return syncMiddleware(h.versions.Sync, h.o.Log)
+	return syncMiddleware(h.versions.Commit, h.o.Log)
 }
 
 func syncMiddleware(syncFn func(context.Context) error, log *slog.Logger) gin.HandlerFunc {

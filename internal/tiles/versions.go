@@ -37,8 +37,18 @@ type Versions struct {
 	// timeout bounds each Redis call; 0 leaves it to the client.
 	timeout time.Duration
 
+	// window is how long one read of a table's shared version vouches
+	// for this replica's copies of its tiles (see current); Commit waits
+	// it out after a write.
+	window time.Duration
+	// base is the origin of the monotonic times in checked.
+	base time.Time
+
 	mu    sync.RWMutex
 	local map[string]int64
+	// checked is, per table, the latest read of its shared version that
+	// found it no newer than this replica's.
+	checked map[string]check
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -47,7 +57,47 @@ type Versions struct {
 // NewVersions returns Versions reading db and publishing to rdb (which may
 // be nil) under keys starting with prefix.
 func NewVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, log *slog.Logger) *Versions {
-	return &Versions{db: db, rdb: rdb, prefix: prefix, log: log, local: map[string]int64{}, ready: make(chan struct{})}
+	return &Versions{db: db, rdb: rdb, prefix: prefix, log: log, base: time.Now(),
+		local: map[string]int64{}, checked: map[string]check{}, ready: make(chan struct{})}
+}
+
+// check is a read of a table's shared version, sent at `sent` (monotonic,
+// since Versions.base), that found it at most version.
+type check struct {
+	sent    time.Duration
+	version int64
+}
+
+// now is the monotonic time for checks.
+func (v *Versions) now() time.Duration { return time.Since(v.base) }
+
+// confirm records that a read of table's shared version sent at sent found
+// it at most version.
+func (v *Versions) confirm(table string, version int64, sent time.Duration) {
+	if v.window <= 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c, ok := v.checked[table]; !ok || sent > c.sent {
+		v.checked[table] = check{sent: sent, version: version}
+	}
+}
+
+// current reports whether a tile of table at version may be served from
+// this replica's memory without reading the shared version again: a read
+// sent less than the window ago found it at most version. That is safe
+// because every write through the API publishes its version and then
+// waits the window out before it answers (Commit): a write that has
+// answered published before that read was sent, so the read saw it.
+func (v *Versions) current(table string, version int64) bool {
+	if v.window <= 0 {
+		return false
+	}
+	v.mu.RLock()
+	c, ok := v.checked[table]
+	v.mu.RUnlock()
+	return ok && version >= c.version && v.now()-c.sent < v.window
 }
 
 // Ready is closed once the first LISTEN is in place and the versions have
@@ -125,6 +175,24 @@ func (v *Versions) Sync(ctx context.Context) error {
 		return pub[0]
 	}
 	return nil
+}
+
+// Commit is Sync for a write path, then a wait of the window, so that no
+// replica serves a tile of the old version from memory on the strength of
+// a read sent before the new versions were published (see current). The
+// wait happens whether or not publishing worked: while Redis fails, the
+// reads that would vouch for memory copies fail too.
+func (v *Versions) Commit(ctx context.Context) error {
+	err := v.Sync(ctx)
+	if v.window > 0 && v.rdb != nil {
+		t := time.NewTimer(v.window)
+		defer t.Stop()
+		select {
+		case <-ctx.Done(): // the client left; nobody waits for the answer
+		case <-t.C:
+		}
+	}
+	return err
 }
 
 // Run listens for version notifications until ctx ends, reconnecting after

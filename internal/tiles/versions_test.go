@@ -43,9 +43,13 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	rdb := testenv.Redis(t)
 	// The default key prefix; the database id in every key keeps this
 	// test's keys apart from others'.
+	// A window long enough that a write answering without waiting it out
+	// would leave the warmed replicas serving their memory copies.
+	const window = 150 * time.Millisecond
 	replicas := make([]replica, 3)
 	for i := range replicas {
 		replicas[i] = newReplica(t, db, rdb, "", Options{})
+		replicas[i].h.versions.window = window
 	}
 	// The write routes, as the geofence API wires them: SyncVersions around
 	// a handler that commits the change, on two different replicas.
@@ -73,9 +77,13 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 		west := 12.6 + float64(round%5)*0.1 + float64(round)*0.001
 		w := httptest.NewRecorder()
 		route := []string{"a", "b"}[round%2]
+		start := time.Now()
 		writer.ServeHTTP(w, httptest.NewRequest(http.MethodPut, fmt.Sprintf("/%s/%v", route, west), nil))
 		if w.Code != http.StatusNoContent {
 			t.Fatalf("write = %d", w.Code)
+		}
+		if took := time.Since(start); took < window {
+			t.Fatalf("write answered after %v, before the version window (%v) passed", took, window)
 		}
 		for i, rp := range replicas {
 			r := rp.get(t, path)
@@ -83,6 +91,54 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 			if !ok || !near(b.Min[0], west) {
 				t.Fatalf("round %d replica %d (%s): berlin-box west edge = %v (found %v), want %v", round, i, r.Header().Get("X-Cache"), b.Min[0], ok, west)
 			}
+		}
+	}
+}
+
+// TestWriteOutwaitsMemoryCopies: a replica that does not hear NOTIFY (its
+// listener is stopped, as when its connection is slow or broken) and has
+// just vouched for its memory copy still serves the new tile once a write
+// on another replica has answered: the write waited out the version window.
+func TestWriteOutwaitsMemoryCopies(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	const window = 300 * time.Millisecond
+	reader := newReplica(t, db, rdb, "", Options{})
+	writer := newReplica(t, db, rdb, "", Options{})
+	reader.stop()
+	for _, rp := range []replica{reader, writer} {
+		rp.h.versions.window = window
+	}
+	routes := gin.New()
+	routes.PUT("/:west", writer.h.SyncVersions(), func(c *gin.Context) {
+		var west float64
+		fmt.Sscan(c.Param("west"), &west)
+		_, err := db.Exec(c.Request.Context(),
+			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
+		if err != nil {
+			c.AbortWithStatus(500)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	})
+	tl := tileOf(13.41, 52.52, 6)
+	path := tilePath("geofences", tl)
+	for round := range 3 {
+		reader.get(t, path)
+		if w := reader.get(t, path); w.Header().Get("X-Cache") != "HIT" {
+			t.Fatalf("round %d: warm GET = %s, want HIT", round, w.Header().Get("X-Cache"))
+		}
+		west := 12.7 + float64(round)*0.1
+		w := httptest.NewRecorder()
+		routes.ServeHTTP(w, httptest.NewRequest(http.MethodPut, fmt.Sprintf("/%v", west), nil))
+		if w.Code != http.StatusNoContent {
+			t.Fatalf("write = %d", w.Code)
+		}
+		r := reader.get(t, path)
+		b, ok := fenceBound(t, decode(t, r.Body.Bytes(), tl), "berlin-box")
+		if !ok || !near(b.Min[0], west) {
+			t.Fatalf("round %d (%s): berlin-box west edge = %v (found %v), want %v", round, r.Header().Get("X-Cache"), b.Min[0], ok, west)
 		}
 	}
 }
