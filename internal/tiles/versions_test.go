@@ -34,6 +34,22 @@ func fenceBound(t *testing.T, ls mvt.Layers, name string) (orb.Bound, bool) {
 
 func near(a, b float64) bool { return math.Abs(a-b) < 0.01 }
 
+// moveBerlinBox is a write route's handler: it commits berlin-box as a
+// half-degree box whose west edge is the :west parameter.
+func moveBerlinBox(db *pgxpool.Pool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var west float64
+		fmt.Sscan(c.Param("west"), &west)
+		_, err := db.Exec(c.Request.Context(),
+			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
+		if err != nil {
+			c.AbortWithStatus(500)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	}
+}
+
 // TestWriteThenReadEveryReplica moves a fence through a write route on one
 // replica and reads its tile from the others straight after the answer:
 // every read must show the new geometry, never a cached older one.
@@ -54,17 +70,7 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	// The write routes, as the geofence API wires them: SyncVersions around
 	// a handler that commits the change, on two different replicas.
 	writer := gin.New()
-	update := func(c *gin.Context) {
-		var west float64
-		fmt.Sscan(c.Param("west"), &west)
-		_, err := db.Exec(c.Request.Context(),
-			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
-		if err != nil {
-			c.AbortWithStatus(500)
-			return
-		}
-		c.Status(http.StatusNoContent)
-	}
+	update := moveBerlinBox(db)
 	writer.PUT("/a/:west", replicas[0].h.SyncVersions(), update)
 	writer.PUT("/b/:west", replicas[1].h.SyncVersions(), update)
 	tl := tileOf(13.41, 52.52, 6)
@@ -111,17 +117,7 @@ func TestWriteOutwaitsMemoryCopies(t *testing.T) {
 		rp.h.versions.window = window
 	}
 	routes := gin.New()
-	routes.PUT("/:west", writer.h.SyncVersions(), func(c *gin.Context) {
-		var west float64
-		fmt.Sscan(c.Param("west"), &west)
-		_, err := db.Exec(c.Request.Context(),
-			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
-		if err != nil {
-			c.AbortWithStatus(500)
-			return
-		}
-		c.Status(http.StatusNoContent)
-	})
+	routes.PUT("/:west", writer.h.SyncVersions(), moveBerlinBox(db))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 3 {
