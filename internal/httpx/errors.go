@@ -22,7 +22,6 @@ type Detail struct {
 var kindStatus = map[apperr.Kind]int{
 	apperr.Internal:        http.StatusInternalServerError,
 	apperr.NotFound:        http.StatusNotFound,
-	apperr.Invalid:         http.StatusUnprocessableEntity,
 	apperr.Unauthenticated: http.StatusUnauthorized,
 	apperr.Forbidden:       http.StatusForbidden,
 	apperr.Conflict:        http.StatusConflict,
@@ -40,7 +39,13 @@ func Status(err error) (int, any) {
 	if errors.As(err, &v) {
 		return http.StatusUnprocessableEntity, v.Fields
 	}
-	if k := apperr.KindOf(err); k != apperr.Internal {
+	switch k := apperr.KindOf(err); k {
+	case apperr.Internal:
+	case apperr.Invalid:
+		// Every 422 carries FastAPI's list of problems, even one that
+		// names no parameter.
+		return http.StatusUnprocessableEntity, []FieldError{{Loc: []any{}, Msg: apperr.MessageOf(err), Type: "value_error"}}
+	default:
 		return kindStatus[k], apperr.MessageOf(err)
 	}
 	switch {

@@ -28,6 +28,8 @@ func TestStatus(t *testing.T) {
 		{"CauseHidden", apperr.Wrap(apperr.Unavailable, "Database unavailable.", errors.New("dial tcp 10.0.0.1:5432: refused")), 503, "Database unavailable."},
 		{"Deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 504, "The request took too long and was cancelled."},
 		{"UnknownIsGeneric", errors.New(`ERROR: syntax error at or near "SELECT" (SQLSTATE 42601)`), 500, "Internal server error."},
+		{"InvalidKindIsAList", fmt.Errorf("create key: %w", apperr.New(apperr.Invalid, "A key id is 1 to 64 letters.")), 422,
+			[]FieldError{{Loc: []any{}, Msg: "A key id is 1 to 64 letters.", Type: "value_error"}}},
 		{"Validation", Invalid("must be positive", "value_error", "query", "radius"), 422,
 			[]FieldError{{Loc: []any{"query", "radius"}, Msg: "must be positive", Type: "value_error"}}},
 	}
