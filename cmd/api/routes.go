@@ -83,26 +83,13 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	// Only renders (cache misses) spend the "tiles" budget; cached tiles
 	// pass the generous "tiles-cached" policy. A policy's concurrency cap
 	// holds its in-flight slot from the charge until the tile is answered
-	// (releaseTileSlot, around every tile route).
-	type tileSlot struct{}
-	charge := func(policy string) func(*gin.Context) bool {
-		return func(c *gin.Context) bool {
-			release, ok := limiter.Admit(c, ratelimit.Request{
+	// (the handler runs the release Admit returns).
+	charge := func(policy string) tiles.Hook {
+		return func(c *gin.Context) (func(), bool) {
+			return limiter.Admit(c, ratelimit.Request{
 				Policy: policy, Identity: auth.LimitKey(c), Cost: 1, Tier: auth.FromGin(c).Tier,
 			})
-			if ok {
-				c.Set(tileSlot{}, release)
-			}
-			return ok
 		}
-	}
-	releaseTileSlot := func(c *gin.Context) {
-		defer func() {
-			if v, ok := c.Get(tileSlot{}); ok {
-				v.(func())()
-			}
-		}()
-		c.Next()
 	}
 	proxies, err := auth.ParseTrustedProxies(cfg.Auth.TrustedProxies)
 	if err != nil {
@@ -124,7 +111,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	if err != nil {
 		return nil, err
 	}
-	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead), releaseTileSlot)
+	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
 	// The map page on / shows every layer (internal/web).
 	web.Register(r)
 

@@ -51,13 +51,31 @@ type Options struct {
 	// interface.
 	Scope func(*gin.Context) Scope
 	// OnMiss runs before a tile is rendered (a cache miss) and OnHit before
-	// a cached tile is served; each returns false when it has already
-	// answered the request (for example with a 429). Either may be nil.
-	OnMiss func(*gin.Context) bool
-	OnHit  func(*gin.Context) bool
+	// a cached tile is served. Each returns ok false when it has already
+	// answered the request (for example with a 429); otherwise release,
+	// when not nil, runs once the tile has been answered (a concurrency
+	// cap holds its slot until then). Either may be nil.
+	OnMiss Hook
+	OnHit  Hook
 	Log    *slog.Logger
 	// Registerer, when set, receives the tile metrics.
 	Registerer prometheus.Registerer
+}
+
+// Hook guards a tile request; see Options.OnMiss.
+type Hook func(*gin.Context) (release func(), ok bool)
+
+// guard runs hook, if any; release is never nil.
+func guard(c *gin.Context, hook Hook) (release func(), ok bool) {
+	release = func() {}
+	if hook == nil {
+		return release, true
+	}
+	r, ok := hook(c)
+	if r != nil {
+		release = r
+	}
+	return release, ok
 }
 
 // Handler serves tiles, TileJSON and the layer list.
@@ -142,16 +160,20 @@ func (h *Handler) tile(c *gin.Context) {
 	ctx := c.Request.Context()
 	cached, version, hit := h.lookup(ctx, l, t, scopeHash)
 	if hit {
-		if h.o.OnHit != nil && !h.o.OnHit(c) {
+		release, ok := guard(c, h.o.OnHit)
+		if !ok {
 			return
 		}
+		defer release()
 		h.metrics.answer(l.Name, "hit")
 		h.write(c, "HIT", cacheControl, cached.e, nil)
 		return
 	}
-	if h.o.OnMiss != nil && !h.o.OnMiss(c) {
+	release, ok := guard(c, h.o.OnMiss)
+	if !ok {
 		return
 	}
+	defer release()
 	res, err := h.render(ctx, l, t, scopeWKB, scopeHash, version)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {

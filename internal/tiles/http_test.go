@@ -228,12 +228,12 @@ func TestCacheHitGzipETag(t *testing.T) {
 func TestHooksGuardOnlyMisses(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	var misses, hits int
+	var misses, hits, released int
 	deny := false
 	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
 		Registerer: reg,
-		OnMiss: func(c *gin.Context) bool {
+		OnMiss: func(c *gin.Context) (func(), bool) {
 			misses++
 			if deny {
 				// As the limiter answers (see the document's 429).
@@ -241,18 +241,18 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 				c.Header("Content-Type", "application/problem+json")
 				c.AbortWithStatus(429)
 				_, _ = c.Writer.WriteString(`{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded.","violated-policies":["tiles"]}`)
-				return false
+				return nil, false
 			}
-			return true
+			return func() { released++ }, true
 		},
-		OnHit: func(c *gin.Context) bool { hits++; return true },
+		OnHit: func(c *gin.Context) (func(), bool) { hits++; return nil, true },
 	})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for range 3 {
 		rp.get(t, path)
 	}
-	if misses != 1 || hits != 2 {
-		t.Errorf("after 3 GETs of one tile: misses %d, hits %d; want 1, 2", misses, hits)
+	if misses != 1 || hits != 2 || released != 1 {
+		t.Errorf("after 3 GETs of one tile: misses %d, hits %d, miss slots released %d; want 1, 2, 1", misses, hits, released)
 	}
 	deny = true
 	if w := rp.get(t, path); w.Code != 200 {

@@ -211,7 +211,7 @@ func TestSingleflight(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
-	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }})
+	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) (func(), bool) { arrived.Add(1); return nil, true }})
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const n = 20
@@ -294,7 +294,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t) + ":"
 	var arrived atomic.Int64
-	count := Options{OnMiss: func(*gin.Context) bool { arrived.Add(1); return true }}
+	count := Options{OnMiss: func(*gin.Context) (func(), bool) { arrived.Add(1); return nil, true }}
 	replicas := []replica{newReplica(t, db, rdb, prefix, count), newReplica(t, db, rdb, prefix, count)}
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
