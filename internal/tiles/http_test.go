@@ -228,7 +228,7 @@ func TestCacheHitGzipETag(t *testing.T) {
 func TestHooksGuardOnlyMisses(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	var misses, hits, released int
+	var misses, hits, released, hitsReleased, refusedReleased int
 	deny := false
 	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
@@ -241,18 +241,23 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 				c.Header("Content-Type", "application/problem+json")
 				c.AbortWithStatus(429)
 				_, _ = c.Writer.WriteString(`{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded.","violated-policies":["tiles"]}`)
-				return nil, false
+				return func() { refusedReleased++ }, false
 			}
 			return func() { released++ }, true
 		},
-		OnHit: func(c *gin.Context) (func(), bool) { hits++; return nil, true },
+		OnHit: func(c *gin.Context) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
 	})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for range 3 {
 		rp.get(t, path)
 	}
-	if misses != 1 || hits != 2 || released != 1 {
-		t.Errorf("after 3 GETs of one tile: misses %d, hits %d, miss slots released %d; want 1, 2, 1", misses, hits, released)
+	if misses != 1 || hits != 2 || released != 1 || hitsReleased != 2 {
+		t.Errorf("after 3 GETs of one tile: misses %d, hits %d, released %d and %d; want 1, 2, 1, 2", misses, hits, released, hitsReleased)
+	}
+	// A revalidated hit (304) releases what it took too.
+	etag := rp.get(t, path).Header().Get("ETag")
+	if w := rp.get(t, path, "If-None-Match", etag); w.Code != http.StatusNotModified || hitsReleased != 4 {
+		t.Errorf("revalidated hit = %d with %d hit releases, want 304 and 4", w.Code, hitsReleased)
 	}
 	deny = true
 	if w := rp.get(t, path); w.Code != 200 {
@@ -263,6 +268,9 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	}
 	if n := rp.h.renders.Load(); n != 1 {
 		t.Errorf("renders = %d, want 1: a refused miss must not render", n)
+	}
+	if refusedReleased != 0 {
+		t.Errorf("a refused miss ran its release %d times, want 0", refusedReleased)
 	}
 	got := map[string]float64{}
 	families, err := reg.Gather()
@@ -279,7 +287,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		"geogate_tiles_requests_total layer=places result=hit":         3,
+		"geogate_tiles_requests_total layer=places result=hit":         5,
 		"geogate_tiles_requests_total layer=places result=miss":        1,
 		"geogate_tiles_render_duration_seconds layer=places zooms=mid": 1,
 	}

@@ -177,20 +177,23 @@ func (v *Versions) Sync(ctx context.Context) error {
 	return nil
 }
 
+// commitTimeout bounds Commit's reading and publishing of the versions.
+const commitTimeout = 5 * time.Second
+
 // Commit is Sync for a write path, then a wait of the window, so that no
 // replica serves a tile of the old version from memory on the strength of
 // a read sent before the new versions were published (see current). The
-// wait happens whether or not publishing worked: while Redis fails, the
-// reads that would vouch for memory copies fail too.
+// write has committed whatever the client does, so both run to the end
+// even if the request's context ends: its answer may still reach someone.
+// A publish that fails (Redis unreachable from this replica) is returned
+// for the log; until the other replicas hear of the write through NOTIFY,
+// they may then serve its layer's previous tiles.
 func (v *Versions) Commit(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
 	err := v.Sync(ctx)
 	if v.window > 0 && v.rdb != nil {
-		t := time.NewTimer(v.window)
-		defer t.Stop()
-		select {
-		case <-ctx.Done(): // the client left; nobody waits for the answer
-		case <-t.C:
-		}
+		time.Sleep(v.window)
 	}
 	return err
 }

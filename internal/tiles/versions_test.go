@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/mvt"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -66,6 +68,8 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	for i := range replicas {
 		replicas[i] = newReplica(t, db, rdb, "", Options{})
 		replicas[i].h.versions.window = window
+		// Without NOTIFY, a reader learns of the write through Redis only.
+		replicas[i].stop()
 	}
 	// The write routes, as the geofence API wires them: SyncVersions around
 	// a handler that commits the change, on two different replicas.
@@ -136,6 +140,111 @@ func TestWriteOutwaitsMemoryCopies(t *testing.T) {
 		if !ok || !near(b.Min[0], west) {
 			t.Fatalf("round %d (%s): berlin-box west edge = %v (found %v), want %v", round, r.Header().Get("X-Cache"), b.Min[0], ok, west)
 		}
+	}
+}
+
+// TestVersionCheckCountsFromItsSending: a read of the shared version
+// vouches from the moment it was sent, not from when its answer came. The
+// reader's read of the old version is held up in its client for twice the
+// window while a write on another replica publishes, waits the window out
+// and answers; the reader's next tile must not rest on that held-up read.
+func TestVersionCheckCountsFromItsSending(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	const window = 200 * time.Millisecond
+	slow := testenv.Redis(t)
+	var hold atomic.Bool
+	slow.AddHook(slowVersionReads{hold: &hold, delay: 2 * window})
+	reader := newReplica(t, db, slow, "", Options{})
+	writer := newReplica(t, db, testenv.Redis(t), "", Options{})
+	reader.stop()
+	reader.h.versions.window, writer.h.versions.window = window, window
+	routes := gin.New()
+	routes.PUT("/:west", writer.h.SyncVersions(), moveBerlinBox(db))
+	tl := tileOf(13.41, 52.52, 6)
+	path := tilePath("geofences", tl)
+	reader.get(t, path)
+	if w := reader.get(t, path); w.Header().Get("X-Cache") != "HIT" {
+		t.Fatalf("warm GET = %s, want HIT", w.Header().Get("X-Cache"))
+	}
+	time.Sleep(window) // the warm read no longer vouches
+	hold.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reader.get(t, path) // reads the old version; its answer is held up
+	}()
+	time.Sleep(window / 4)
+	w := httptest.NewRecorder()
+	routes.ServeHTTP(w, httptest.NewRequest(http.MethodPut, "/12.9", nil))
+	if w.Code != http.StatusNoContent {
+		t.Fatalf("write = %d", w.Code)
+	}
+	<-done
+	hold.Store(false)
+	r := reader.get(t, path)
+	b, ok := fenceBound(t, decode(t, r.Body.Bytes(), tl), "berlin-box")
+	if !ok || !near(b.Min[0], 12.9) {
+		t.Errorf("after the write answered (%s): berlin-box west edge = %v (found %v), want 12.9", r.Header().Get("X-Cache"), b.Min[0], ok)
+	}
+}
+
+// slowVersionReads holds up the answer of each plain GET of a tile version
+// key by delay while hold is set.
+type slowVersionReads struct {
+	hold  *atomic.Bool
+	delay time.Duration
+}
+
+func (h slowVersionReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowVersionReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); h.hold.Load() && cmd.Name() == "get" && len(args) == 2 && strings.Contains(fmt.Sprint(args[1]), ":v:") {
+			time.Sleep(h.delay)
+		}
+		return err
+	}
+}
+
+func (h slowVersionReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestCurrentNeedsARecentCheckAtOrBelowTheVersion: a version read vouches
+// only for versions at or above what it found, and only within the window
+// after it was sent.
+func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
+	v := NewVersions(nil, nil, "", nil)
+	v.window = time.Hour
+	if v.current("places", 5) {
+		t.Fatal("current before any check = true, want false")
+	}
+	v.confirm("places", 5, v.now())
+	v.confirm("places", 3, v.now()-time.Second) // older: ignored
+	tests := []struct {
+		table   string
+		version int64
+		want    bool
+	}{
+		{"places", 4, false}, // a replica that has not raised its version yet
+		{"places", 5, true},
+		{"places", 6, true},
+		{"geofences", 5, false}, // never checked
+	}
+	for _, tt := range tests {
+		if got := v.current(tt.table, tt.version); got != tt.want {
+			t.Errorf("current(%s, %d) = %v, want %v", tt.table, tt.version, got, tt.want)
+		}
+	}
+	v.confirm("geofences", 1, v.now()-2*time.Hour) // sent longer ago than the window
+	if v.current("geofences", 1) {
+		t.Error("current after a check older than the window = true, want false")
+	}
+	v.window = 0
+	if v.current("places", 5) {
+		t.Error("current with the window off = true, want false")
 	}
 }
 
