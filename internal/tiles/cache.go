@@ -155,36 +155,32 @@ const lockPoll = 15 * time.Millisecond
 
 // claim arranges that one replica renders a missing tile while the others
 // wait for it. It returns done with the tile when another replica rendered
-// it meanwhile; otherwise the caller renders and then calls release. When
-// Redis fails, or the claim expires, or the other replica gives up, the
-// caller renders too: the lock saves work, it is never needed for
-// correctness.
-func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64) (e entry, done bool, release func()) {
-	release = func() {}
+// it meanwhile; otherwise the caller renders, and lock, when not empty, is
+// the lock the caller now holds: Set releases it with the tile, or unlock
+// without one. When Redis fails, or the claim expires, or the other
+// replica gives up, the caller renders too: the lock saves work, it is
+// never needed for correctness.
+func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64) (e entry, done bool, lock string) {
 	if !c.available() {
-		return entry{}, false, release
+		return entry{}, false, ""
 	}
 	key := c.key(l.Name, version, t, scopeHash)
-	lock := key + ":lock"
+	lock = key + ":lock"
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	got, err := c.rdb.SetNX(cctx, lock, "1", lockTTL).Result()
 	cancel()
 	if err != nil {
 		_ = c.failed(err)
-		return entry{}, false, release
+		return entry{}, false, ""
 	}
 	if got {
-		return entry{}, false, func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-			defer cancel()
-			c.rdb.Del(dctx, lock)
-		}
+		return entry{}, false, lock
 	}
 	deadline := time.Now().Add(lockTTL)
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return entry{}, false, release
+			return entry{}, false, ""
 		case <-time.After(lockPoll):
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -195,27 +191,39 @@ func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, v
 		cancel()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			_ = c.failed(err)
-			return entry{}, false, release
+			return entry{}, false, ""
 		}
 		if b, err := tileCmd.Bytes(); err == nil {
 			if e, ok := decodeEntry(b); ok {
-				return e, true, release
+				return e, true, ""
 			}
 		}
 		if lockCmd.Val() == 0 {
 			break // the other replica gave up or stored under a newer version
 		}
 	}
-	return entry{}, false, release
+	return entry{}, false, ""
+}
+
+// unlock releases a render lock from claim that Set did not. While Redis
+// is failing it leaves the lock to expire.
+func (c *Cache) unlock(ctx context.Context, lock string) {
+	if !c.available() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	c.rdb.Del(ctx, lock)
 }
 
 // Set stores e for l, t and scopeHash at version and, in the same round
-// trip, raises the layer's shared version to at least version: a render
-// that saw a write before this replica heard of it tells the others.
-// While Redis is failing it does nothing.
-func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64, e entry) error {
+// trip, raises the layer's shared version to at least version (a render
+// that saw a write before this replica heard of it tells the others) and
+// releases lock, the render lock from claim, unless it is empty. While
+// Redis is failing it does nothing and says so.
+func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64, e entry, lock string) error {
 	if !c.available() {
-		return nil
+		return errors.New("tile cache: redis recently failed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -223,6 +231,9 @@ func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, ver
 	pipe := c.rdb.Pipeline()
 	versionMax.Eval(ctx, pipe, []string{c.versions.key(l.Table)}, version)
 	pipe.Set(ctx, key, encodeEntry(e), c.ttl)
+	if lock != "" {
+		pipe.Del(ctx, lock)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return c.failed(fmt.Errorf("tile cache set: %w", err))
 	}

@@ -221,13 +221,20 @@ func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte,
 // renderOnce renders t, unless another replica is rendering it at the same
 // version, in which case it waits for that replica's result.
 func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
+	var lock string // held when not empty; Set releases it with the tile
 	if h.o.Cache != nil {
-		e, done, release := h.o.Cache.claim(ctx, l, t, scopeHash, version)
+		var e entry
+		var done bool
+		e, done, lock = h.o.Cache.claim(ctx, l, t, scopeHash, version)
 		if done {
 			return result{e: e, version: version}, nil
 		}
-		defer release()
 	}
+	defer func() {
+		if lock != "" {
+			h.o.Cache.unlock(ctx, lock)
+		}
+	}()
 	h.renders.Add(1)
 	rctx, cancel := context.WithTimeout(ctx, h.o.RenderTimeout)
 	defer cancel()
@@ -243,8 +250,10 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 		return res, nil
 	}
 	res.e.Gzip = compress(out.MVT)
-	if err := h.o.Cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e); err != nil {
+	if err := h.o.Cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e, lock); err != nil {
 		h.o.Log.Debug("tile not cached", "err", err.Error())
+	} else {
+		lock = ""
 	}
 	return res, nil
 }

@@ -111,8 +111,8 @@ func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
-	var commands atomic.Int64
-	rdb.AddHook(countingHook{&commands})
+	var commands, trips atomic.Int64
+	rdb.AddHook(countingHook{&commands, &trips})
 	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
 	path := tilePath("geofences", tileOf(13.41, 52.52, 6))
 	tests := []struct {
@@ -141,21 +141,50 @@ func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 	}
 }
 
-// countingHook counts the commands a client sends, pipelined ones each.
-type countingHook struct{ n *atomic.Int64 }
+// countingHook counts the commands a client sends, pipelined ones each,
+// and its round trips, a pipeline as one.
+type countingHook struct{ commands, trips *atomic.Int64 }
 
 func (h countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		h.commands.Add(1)
+		h.trips.Add(1)
 		return next(ctx, cmd)
 	}
 }
 
 func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		h.commands.Add(int64(len(cmds)))
+		h.trips.Add(1)
 		return next(ctx, cmds)
+	}
+}
+
+// TestMissCostsThreeRoundTrips: a tile in neither cache costs three Redis
+// round trips: the version and the tile read together, the render lock,
+// and the tile stored with the version raised and the lock released.
+func TestMissCostsThreeRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	var commands, trips atomic.Int64
+	rdb.AddHook(countingHook{&commands, &trips})
+	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
+	// A first miss opens the client's connections (their set-up commands
+	// are round trips too, once).
+	rp.get(t, tilePath("geofences", tileOf(2.35, 48.85, 6)))
+	trips.Store(0)
+	if w := rp.get(t, tilePath("geofences", tileOf(13.41, 52.52, 6))); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
+		t.Fatalf("GET = %d %s, want 200 MISS", w.Code, w.Header().Get("X-Cache"))
+	}
+	if got := trips.Load(); got != 3 {
+		t.Errorf("a miss took %d Redis round trips, want 3", got)
+	}
+	locks, err := rdb.Keys(context.Background(), rp.h.o.Cache.prefix+"t:*:lock").Result()
+	if err != nil || len(locks) != 0 {
+		t.Errorf("render locks left = %v (%v), want none", locks, err)
 	}
 }
