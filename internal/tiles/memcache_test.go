@@ -109,11 +109,7 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 // command; with the window off, each costs one read of the version.
 func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 	t.Parallel()
-	db := fixtureDB(t)
-	rdb := testenv.Redis(t)
-	var commands, trips atomic.Int64
-	rdb.AddHook(countingHook{&commands, &trips})
-	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
+	rp, commands, _ := countedReplica(t)
 	path := tilePath("geofences", tileOf(13.41, 52.52, 6))
 	tests := []struct {
 		window time.Duration
@@ -139,6 +135,17 @@ func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 			t.Errorf("window %v: 50 hot tiles sent %d Redis commands, want %s", tt.window, got, tt.what)
 		}
 	}
+}
+
+// countedReplica is a replica on a Redis client of its own whose commands
+// and round trips are counted.
+func countedReplica(t *testing.T) (rp replica, commands, trips *atomic.Int64) {
+	t.Helper()
+	db := fixtureDB(t)
+	rdb := testenv.Redis(t)
+	commands, trips = new(atomic.Int64), new(atomic.Int64)
+	rdb.AddHook(countingHook{commands, trips})
+	return newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{}), commands, trips
 }
 
 // countingHook counts the commands a client sends, pipelined ones each,
@@ -168,11 +175,7 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // and the tile stored with the version raised and the lock released.
 func TestMissCostsThreeRoundTrips(t *testing.T) {
 	t.Parallel()
-	db := fixtureDB(t)
-	rdb := testenv.Redis(t)
-	var commands, trips atomic.Int64
-	rdb.AddHook(countingHook{&commands, &trips})
-	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
+	rp, _, trips := countedReplica(t)
 	// A first miss opens the client's connections (their set-up commands
 	// are round trips too, once).
 	rp.get(t, tilePath("geofences", tileOf(2.35, 48.85, 6)))
@@ -183,7 +186,7 @@ func TestMissCostsThreeRoundTrips(t *testing.T) {
 	if got := trips.Load(); got != 3 {
 		t.Errorf("a miss took %d Redis round trips, want 3", got)
 	}
-	locks, err := rdb.Keys(context.Background(), rp.h.o.Cache.prefix+"t:*:lock").Result()
+	locks, err := rp.h.o.Cache.rdb.Keys(context.Background(), rp.h.o.Cache.prefix+"t:*:lock").Result()
 	if err != nil || len(locks) != 0 {
 		t.Errorf("render locks left = %v (%v), want none", locks, err)
 	}
