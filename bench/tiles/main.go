@@ -4,9 +4,9 @@
 // the same concurrency; and cached tiles per second and p99 (gzip, with
 // the default in-process memory cache holding the set, so each costs a
 // copy from memory and, once per version window, one Redis GET of the
-// layer's version, as a hot tile in the service) with -c clients and with one client, whose p99 is the
-// latency of a cached tile without queueing behind other clients on the
-// 2 cores. The handler runs in this process on a loopback HTTP server
+// layer's version, as a hot tile in the service) with -c clients and with
+// one client, whose p99 is the latency of a cached tile without queueing
+// behind other clients on the 2 cores. The handler runs in this process on a loopback HTTP server
 // (authentication, rate limits and access logs are not in the path). The
 // cold sides alternate, -runs times each, and medians are printed. It
 // imports the demo data into its own database (-dbname) on first use. Run

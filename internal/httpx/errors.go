@@ -39,13 +39,13 @@ func Status(err error) (int, any) {
 	if errors.As(err, &v) {
 		return http.StatusUnprocessableEntity, v.Fields
 	}
-	switch k := apperr.KindOf(err); k {
-	case apperr.Internal:
-	case apperr.Invalid:
+	k := apperr.KindOf(err)
+	if k == apperr.Invalid {
 		// Every 422 carries FastAPI's list of problems, even one that
 		// names no parameter.
 		return http.StatusUnprocessableEntity, []FieldError{{Loc: []any{}, Msg: apperr.MessageOf(err), Type: "value_error"}}
-	default:
+	}
+	if k != apperr.Internal {
 		return kindStatus[k], apperr.MessageOf(err)
 	}
 	switch {

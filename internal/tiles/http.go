@@ -223,12 +223,11 @@ func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte,
 func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
 	var lock string // held when not empty; Set releases it with the tile
 	if h.o.Cache != nil {
-		var e entry
-		var done bool
-		e, done, lock = h.o.Cache.claim(ctx, l, t, scopeHash, version)
+		e, done, held := h.o.Cache.claim(ctx, l, t, scopeHash, version)
 		if done {
 			return result{e: e, version: version}, nil
 		}
+		lock = held
 	}
 	defer func() {
 		if lock != "" {

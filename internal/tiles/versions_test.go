@@ -59,13 +59,13 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
-	// The default key prefix; the database id in every key keeps this
-	// test's keys apart from others'.
 	// A window long enough that a write answering without waiting it out
 	// would leave the warmed replicas serving their memory copies.
 	const window = 150 * time.Millisecond
 	replicas := make([]replica, 3)
 	for i := range replicas {
+		// The default key prefix; the database id in every key keeps this
+		// test's keys apart from others'.
 		replicas[i] = newReplica(t, db, rdb, "", Options{})
 		replicas[i].h.versions.window = window
 		// Without NOTIFY, a reader learns of the write through Redis only.
