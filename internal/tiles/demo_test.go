@@ -60,7 +60,8 @@ func TestTileJSONFieldsInDemoTiles(t *testing.T) {
 
 // TestTileSQLUsesSpatialIndex checks on the demo data that each layer's
 // tile query for a z12 tile (and, for thinned points, a z8 tile) finds its
-// rows through the layer's GiST index on the geometry column.
+// rows through the layer's GiST index on the geometry column, and computes
+// each feature's ST_AsMVTGeom once (not again in a filter).
 func TestTileSQLUsesSpatialIndex(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
@@ -97,6 +98,9 @@ func TestTileSQLUsesSpatialIndex(t *testing.T) {
 					!strings.Contains(plan, "Index Only Scan using "+index+" ") {
 					t.Errorf("the %s plan of the %s query for %s does not scan %s:\n%s", mode, l.Name, tt.tile, index, plan)
 				}
+				if n := strings.Count(plan, "st_asmvtgeom("); n != 1 {
+					t.Errorf("the %s plan of the %s query for %s computes st_asmvtgeom in %d places, want 1:\n%s", mode, l.Name, tt.tile, n, plan)
+				}
 			}
 		})
 	}
@@ -131,7 +135,7 @@ func explain(t *testing.T, db *pgxpool.Pool, sql string, args []any) map[string]
 		}
 		return strings.Join(plan, "\n")
 	}
-	out := map[string]string{"custom": lines("EXPLAIN "+sql, args...)}
+	out := map[string]string{"custom": lines("EXPLAIN (VERBOSE) "+sql, args...)}
 	literals := make([]string, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
@@ -148,7 +152,7 @@ func explain(t *testing.T, db *pgxpool.Pool, sql string, args []any) map[string]
 			t.Fatalf("%.60s...: %v", q, err)
 		}
 	}
-	out["generic"] = lines("EXPLAIN EXECUTE tile_plan(" + strings.Join(literals, ", ") + ")")
+	out["generic"] = lines("EXPLAIN (VERBOSE) EXECUTE tile_plan(" + strings.Join(literals, ", ") + ")")
 	if _, err := conn.Exec(ctx, "DEALLOCATE tile_plan; RESET plan_cache_mode"); err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,15 @@ func buildSQL(l *Layer, extent, buffer int) sqlSet {
 func scopeGeom(param int) string { return fmt.Sprintf("ST_GeomFromWKB($%d, 4326)", param) }
 
 // wrap puts a feature query producing (id, fields..., geom) into the
-// version-and-tile statement.
+// version-and-tile statement. OFFSET 0 keeps the feature query from being
+// merged into the outer one: merged, the planner moves the geom IS NOT
+// NULL test down into the scan and computes each feature's clip,
+// transform, simplification and ST_AsMVTGeom twice, once for the test and
+// once for the tile.
 func wrap(l *Layer, extent int, features string) string {
 	return fmt.Sprintf(`SELECT
   (SELECT version FROM tile_versions WHERE tbl = '%s') AS version,
-  (SELECT ST_AsMVT(t, '%s', %d, 'geom', 'id') FROM (%s) t WHERE t.geom IS NOT NULL) AS mvt`,
+  (SELECT ST_AsMVT(t, '%s', %d, 'geom', 'id') FROM (%s OFFSET 0) t WHERE t.geom IS NOT NULL) AS mvt`,
 		l.Table, l.Name, extent, features)
 }
 
