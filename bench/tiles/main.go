@@ -6,11 +6,13 @@
 // copy from memory and, once per version window, one Redis GET of the
 // layer's version, as a hot tile in the service) with -c clients and with
 // one client, whose p99 is the latency of a cached tile without queueing
-// behind other clients on the 2 cores. The handler runs in this process on a loopback HTTP server
-// (authentication, rate limits and access logs are not in the path). The
-// cold sides alternate, -runs times each, and medians are printed. It
-// imports the demo data into its own database (-dbname) on first use. Run
-// it from the repository root:
+// behind other clients on the 2 cores. The handler runs in this process on
+// a loopback HTTP server (authentication, rate limits and access logs are
+// not in the path); both sides use one pool, set as the service's tile
+// pool is (-generic). The cold sides alternate, -runs times each, and
+// medians are printed; -sets picks some of the sets. It imports the demo
+// data into its own database (-dbname) on first use. Run it from the
+// repository root:
 //
 //	go run ./bench/tiles -db postgres://geogate@127.0.0.1:55432/geogate -redis redis://127.0.0.1:56379/0
 package main
@@ -25,6 +27,8 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +53,8 @@ func main() {
 	setSize := flag.Int("n", 256, "tiles per set")
 	runs := flag.Int("runs", 1, "runs of each cold side, alternating; medians are printed (the cached sides run once)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	generic := flag.Bool("generic", true, "plan each tile statement once per connection, as the service's tile pool does (both sides); false measures both with PostgreSQL's default plan choice")
+	only := flag.String("sets", "", "comma-separated layer/zoom sets to run, such as places/12 (default: all)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -61,7 +67,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*dbURL, *dbName, *redisURL, *conc, *dur, *setSize, *runs); err != nil {
+	if err := run(*dbURL, *dbName, *redisURL, *conc, *dur, *setSize, *runs, *only, *generic); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench/tiles:", err)
 		os.Exit(1)
@@ -75,13 +81,13 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSize, runs int) error {
+func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSize, runs int, only string, generic bool) error {
 	ctx := context.Background()
 	dbURL, err := demo.EnsureDB(ctx, serverURL, dbName)
 	if err != nil {
 		return err
 	}
-	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(conc + 4), AppName: "geogate-bench-tiles"})
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(conc + 4), AppName: "geogate-bench-tiles", GenericPlans: generic})
 	if err != nil {
 		return err
 	}
@@ -93,7 +99,12 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	}
 	defer rc.Close()
 
+	// TILES_* settings from the environment tune the handler, as in the
+	// service.
 	cfg, err := config.Load(func(k string) string {
+		if strings.HasPrefix(k, "TILES_") {
+			return os.Getenv(k)
+		}
 		return map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": redisURL}[k]
 	})
 	if err != nil {
@@ -141,6 +152,9 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	fmt.Printf("%-10s %-4s | %12s %9s | %12s %9s | %6s | %12s %9s | %14s %9s\n", "layer", "zoom", "API cold t/s", "p99 ms", "pgx SQL t/s", "p99 ms", "ratio", "cached t/s", "p99 ms", "1 client t/s", "p99 ms")
 	for _, l := range r.Layers() {
 		for _, z := range []int{4, 8, 12} {
+			if !chosen(only, l.Name, z) {
+				continue
+			}
 			set, err := tileSet(ctx, pool, z, setSize)
 			if err != nil {
 				return err
@@ -172,6 +186,11 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 		}
 	}
 	return nil
+}
+
+// chosen reports whether the set of layer at zoom z is in the -sets list.
+func chosen(only, layer string, z int) bool {
+	return only == "" || slices.Contains(strings.Split(only, ","), fmt.Sprintf("%s/%d", layer, z))
 }
 
 func path(layer string, t tiles.Tile) string { return "/tiles/" + layer + "/" + t.String() + ".mvt" }

@@ -41,6 +41,11 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 		pg.NewCollector(d.db),
 		rdb.NewCollector(d.redis),
 	)
+	tileDB := d.db
+	if d.tileDB != nil {
+		tileDB = d.tileDB
+		reg.MustRegister(pg.NewNamedCollector(tileDB, "tiles"))
+	}
 	r := httpx.NewRouter(log, httpx.NewMetrics(reg))
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
 		"RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-Request-ID", "X-Cache", "ETag", "Link"}))
@@ -95,7 +100,7 @@ func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps
 	if err != nil {
 		return nil, err
 	}
-	tileHandler, err := tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: d.db, Redis: d.redis, RedisTimeout: cfg.Redis.Timeout}, tiles.Options{
+	tileHandler, err := tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, RedisTimeout: cfg.Redis.Timeout}, tiles.Options{
 		TrustedProxy: proxies.Trusts,
 		Scope: func(c *gin.Context) tiles.Scope {
 			if s := auth.FromGin(c).Spatial; s != nil {

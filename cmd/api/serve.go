@@ -103,8 +103,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 // deps are the shared clients every capability is built from.
 type deps struct {
-	db    pgPool
-	redis redisClient
+	db pgPool
+	// tileDB is the pool tiles render on; nil means db.
+	tileDB pgPool
+	redis  redisClient
 	// draining turns true when shutdown begins; /readyz then fails.
 	draining *atomic.Bool
 }
@@ -125,16 +127,27 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 			return deps{}, nil, err
 		}
 	}
+	// Tiles render on connections of their own, which plan each tile
+	// statement once (see pg.Options.GenericPlans), and a burst of map
+	// traffic cannot take the connections /within needs.
+	tilePool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.Tiles.DBMaxConns), MinConns: min(2, int32(cfg.Tiles.DBMaxConns)),
+		AppName: "geogate-tiles", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS, GenericPlans: true})
+	if err != nil {
+		pool.Close()
+		return deps{}, nil, err
+	}
 	rc, err := rdb.Open(sctx, cfg.Redis.URL, cfg.Redis.Timeout)
 	if err != nil {
+		tilePool.Close()
 		pool.Close()
 		return deps{}, nil, err
 	}
 	closeAll := func() {
 		_ = rc.Close()
+		tilePool.Close()
 		pool.Close()
 	}
-	return deps{db: pool, redis: rc, draining: new(atomic.Bool)}, closeAll, nil
+	return deps{db: pool, tileDB: tilePool, redis: rc, draining: new(atomic.Bool)}, closeAll, nil
 }
 
 // migrateOnStart applies migrations through a short-lived pool of its own:

@@ -40,7 +40,10 @@ func TestTileRenderConcurrencyCap(t *testing.T) {
 	unlock := testenv.LockPlaces(t, pool)
 	held := make(chan outcome, 1)
 	go func() { held <- fetch(client, http.MethodGet, base+heldPath, "", nil) }()
-	waitTileRenderBlocked(t, pool)
+	// Tiles render on a pool of their own (planning each statement once).
+	if app := waitTileRenderBlocked(t, pool); app != "geogate-tiles" {
+		t.Errorf("the tile render runs on a connection of %q, want geogate-tiles", app)
+	}
 
 	o := fetch(client, http.MethodGet, base+otherPath, "", nil)
 	var problem struct {
@@ -67,19 +70,19 @@ func TestTileRenderConcurrencyCap(t *testing.T) {
 }
 
 // waitTileRenderBlocked waits until a tile query in pool's database waits
-// for a lock.
-func waitTileRenderBlocked(t *testing.T, pool pgPool) {
+// for a lock, and returns the application name of its connection.
+func waitTileRenderBlocked(t *testing.T, pool pgPool) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var n int
-		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%ST_AsMVT%'`).Scan(&n)
+		var apps []string
+		err := pool.QueryRow(context.Background(), `SELECT coalesce(array_agg(application_name), '{}') FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%ST_AsMVT%'`).Scan(&apps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
+		if len(apps) > 0 {
+			return apps[0]
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no tile render waiting for the lock on places after 10s")

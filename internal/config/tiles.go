@@ -30,6 +30,9 @@ type Tiles struct {
 	CacheControl string
 	// RenderTimeout bounds one tile query.
 	RenderTimeout time.Duration
+	// DBMaxConns bounds the connection pool tiles are rendered on, apart
+	// from the one every other query uses.
+	DBMaxConns int
 	// PublicURL, when set, is the base of URLs in TileJSON documents
 	// (https://maps.example.com); otherwise they come from the request.
 	PublicURL string
@@ -88,6 +91,7 @@ func loadTiles(r *reader) Tiles {
 		VersionWindow:    r.durationOrZero("TILES_VERSION_WINDOW", 5*time.Millisecond),
 		CacheControl:     r.str("TILES_CACHE_CONTROL", "public, max-age=60"),
 		RenderTimeout:    r.duration("TILES_RENDER_TIMEOUT", 10*time.Second),
+		DBMaxConns:       r.integer("TILES_DB_MAX_CONNS", 10, 1, 1000),
 		PublicURL:        strings.TrimRight(r.str("TILES_PUBLIC_URL", ""), "/"),
 	}
 	if t.VersionWindow > time.Second {

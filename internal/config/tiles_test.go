@@ -23,6 +23,9 @@ func TestLoadTiles(t *testing.T) {
 			if c.VersionWindow != 5*time.Millisecond {
 				return "want a version window of 5ms"
 			}
+			if c.DBMaxConns != 10 {
+				return "want a tile pool of 10 connections"
+			}
 			return cmp.Diff([]string{"name", "properties.country"}, c.Layers[0].Fields)
 		}, nil},
 		{"VersionWindowOff", map[string]string{"TILES_VERSION_WINDOW": "0"}, func(c Tiles) string {
@@ -31,6 +34,13 @@ func TestLoadTiles(t *testing.T) {
 			}
 			return ""
 		}, nil},
+		{"TilePool", map[string]string{"TILES_DB_MAX_CONNS": "3"}, func(c Tiles) string {
+			if c.DBMaxConns != 3 {
+				return "want a tile pool of 3 connections"
+			}
+			return ""
+		}, nil},
+		{"TilePoolEmpty", map[string]string{"TILES_DB_MAX_CONNS": "0"}, nil, []string{"TILES_DB_MAX_CONNS"}},
 		{"VersionWindowBad", map[string]string{"TILES_VERSION_WINDOW": "2s"}, nil, []string{"TILES_VERSION_WINDOW", "at most 1s"}},
 		{"VersionWindowNegative", map[string]string{"TILES_VERSION_WINDOW": "-1ms"}, nil, []string{"TILES_VERSION_WINDOW"}},
 		{"CustomLayer", map[string]string{

@@ -14,10 +14,19 @@ type poolCollector struct {
 	canceled                      *prometheus.Desc
 }
 
-// NewCollector returns a Prometheus collector for pool.
-func NewCollector(pool *pgxpool.Pool) prometheus.Collector {
+// NewCollector returns a Prometheus collector for pool, whose metrics are
+// called geogate_pgx_pool_*.
+func NewCollector(pool *pgxpool.Pool) prometheus.Collector { return NewNamedCollector(pool, "") }
+
+// NewNamedCollector is NewCollector for a second pool: its metrics are
+// called geogate_pgx_<name>_pool_*.
+func NewNamedCollector(pool *pgxpool.Pool, name string) prometheus.Collector {
+	prefix := "geogate_pgx_pool_"
+	if name != "" {
+		prefix = "geogate_pgx_" + name + "_pool_"
+	}
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc("geogate_pgx_pool_"+name, help, nil, nil)
+		return prometheus.NewDesc(prefix+name, help, nil, nil)
 	}
 	return &poolCollector{
 		pool:         pool,

@@ -30,6 +30,13 @@ type Options struct {
 	// geography call (tens of milliseconds), so the serving pool pays it
 	// here, for MinConns before the first request, rather than in one.
 	Warm string
+	// GenericPlans makes every connection plan its prepared statements
+	// once, for any parameters (plan_cache_mode force_generic_plan).
+	// PostgreSQL otherwise plans such a statement anew for each call as
+	// long as that looks cheaper on paper; for tile statements, whose
+	// best plan hardly depends on the tile, that planning costs more than
+	// rendering a small tile.
+	GenericPlans bool
 }
 
 // WarmPostGIS makes a new server process load PostGIS and set up its
@@ -57,6 +64,9 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if o.StatementTimeout > 0 {
 		ms := (o.StatementTimeout + time.Millisecond - 1) / time.Millisecond
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(int64(ms), 10)
+	}
+	if o.GenericPlans {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	if o.Warm != "" {
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {

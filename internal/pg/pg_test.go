@@ -3,6 +3,7 @@ package pg_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +154,44 @@ func TestWarmPostGISIsValid(t *testing.T) {
 	var d float64
 	if err := db.QueryRow(context.Background(), pg.WarmPostGIS).Scan(&d); err != nil || d < 150_000 || d > 160_000 {
 		t.Errorf("%s = %v, %v; want about 157 km", pg.WarmPostGIS, d, err)
+	}
+}
+
+// TestGenericPlansPlanOnce: with GenericPlans a prepared statement keeps
+// one plan for every parameter value, so a bound value never shows up in
+// it; without, PostgreSQL plans the first calls for their values.
+func TestGenericPlansPlanOnce(t *testing.T) {
+	t.Parallel()
+	for _, generic := range []bool{false, true} {
+		pool := open(t, pg.Options{MaxConns: 1, GenericPlans: generic})
+		ctx := context.Background()
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := conn.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "PREPARE probe(int) AS SELECT count(*) FROM pg_class WHERE relpages > $1"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE probe(424242)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Exec(ctx, "DEALLOCATE probe")
+		conn.Release()
+		custom := strings.Contains(strings.Join(lines, "\n"), "424242")
+		if wantMode := map[bool]string{false: "auto", true: "force_generic_plan"}[generic]; mode != wantMode {
+			t.Errorf("GenericPlans %v: plan_cache_mode = %q, want %q", generic, mode, wantMode)
+		}
+		if custom == generic {
+			t.Errorf("GenericPlans %v: plan %q shows the bound value = %v, want %v", generic, lines, custom, !generic)
+		}
 	}
 }
