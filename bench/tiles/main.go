@@ -148,7 +148,13 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tiles bench: %d clients, %s per run, %d runs, %d tiles per set (z4: every tile; z8, z12: the tiles holding most places)\n\n", conc, dur, runs, setSize)
+	fmt.Printf("tiles bench: %d clients, %s per run, %d runs, %d tiles per set (z4: every tile; z8, z12: the tiles holding most places)\n", conc, dur, runs, setSize)
+	floor, err := httpFloor(conc, dur)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("loopback HTTP floor (net/http answering 200 bytes, no handler work): %.0f req/s, p99 %.2f ms, bench %d us per request\n\n",
+		floor.Rate, floor.P99, floor.CPU["bench"].Microseconds())
 	fmt.Printf("%-10s %-4s | %12s %9s | %12s %9s | %6s | %12s %9s | %14s %9s\n", "layer", "zoom", "API cold t/s", "p99 ms", "pgx SQL t/s", "p99 ms", "ratio", "cached t/s", "p99 ms", "1 client t/s", "p99 ms")
 	for _, l := range r.Layers() {
 		for _, z := range []int{4, 8, 12} {
@@ -262,6 +268,29 @@ func serve(h *tiles.Handler) (string, func(), error) {
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// httpFloor measures the cheapest answer over the same load client and
+// HTTP server: a plain net/http handler writing 200 bytes. What it costs
+// per request is the part of a tile's cost no tile handler can remove.
+func httpFloor(conc int, dur time.Duration) (load.Result, error) {
+	body := make([]byte, 200)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return load.Result{}, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", tiles.ContentType)
+		_, _ = w.Write(body)
+	})}
+	go srv.Serve(ln) //nolint:errcheck
+	defer srv.Close()
+	c, err := load.NewClient("http://"+ln.Addr().String(), conc)
+	if err != nil {
+		return load.Result{}, err
+	}
+	defer c.Close()
+	return load.Medians(1, conc, dur, func(w, _ int) error { return fetch(c, w, "/", nil) })[0], nil
 }
 
 // cleanKeys deletes the keys this run cached.
