@@ -101,6 +101,10 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   fi
   if [ -s $r/tiles.txt ]; then
     awk '
+      /^loopback HTTP floor/ {
+        split(substr($0, index($0, "): ") + 3), f, " ")
+        printf "| loopback HTTP floor: a plain net/http handler answering 200 bytes, 8 clients, same load client | %.0f req/s, p99 %.2f ms, %d microseconds per request in the driver (client and server) | | | | |\n", f[1], f[4], f[7]
+      }
       $2 ~ /^z[0-9]+$/ && $3 == "|" {
         printf "| cold tiles, %s %s, 8 clients | %.0f tiles/s, p99 %.2f ms | the same tile SQL through pgx: %.0f, p99 %.2f ms | %.0f%% | at least 80%% | %s |\n", $1, $2, $4, $5, $7, $8, 100*$4/$7, ($4 >= 0.8*$7) ? "yes" : "no"
         printf "| cached tiles, %s %s | 8 clients: %.0f tiles/s, p99 %.2f ms; 1 client: %.0f tiles/s, p99 %.2f ms | | | p99 under 2 ms | %s |\n", $1, $2, $12, $13, $15, $16, ($16 < 2) ? ($13 < 2 ? "yes" : "1 client: yes") : "no"
