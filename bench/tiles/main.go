@@ -261,11 +261,17 @@ func silent() *slog.Logger {
 func serve(h *tiles.Handler) (string, func(), error) {
 	r := httpx.NewRouter(silent(), nil)
 	h.Register(r)
+	return listen(r)
+}
+
+// listen serves handler on a loopback port and returns its base URL and a
+// func closing it.
+func listen(handler http.Handler) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
@@ -275,17 +281,15 @@ func serve(h *tiles.Handler) (string, func(), error) {
 // per request is the part of a tile's cost no tile handler can remove.
 func httpFloor(conc int, dur time.Duration) (load.Result, error) {
 	body := make([]byte, 200)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, closeSrv, err := listen(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", tiles.ContentType)
+		_, _ = w.Write(body)
+	}))
 	if err != nil {
 		return load.Result{}, err
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", tiles.ContentType)
-		_, _ = w.Write(body)
-	})}
-	go srv.Serve(ln) //nolint:errcheck
-	defer srv.Close()
-	c, err := load.NewClient("http://"+ln.Addr().String(), conc)
+	defer closeSrv()
+	c, err := load.NewClient(url, conc)
 	if err != nil {
 		return load.Result{}, err
 	}

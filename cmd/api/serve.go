@@ -116,8 +116,9 @@ type deps struct {
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, func(), error) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
-	pool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
-		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS})
+	opts := pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
+		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS}
+	pool, err := pg.Open(sctx, cfg.DB.URL, opts)
 	if err != nil {
 		return deps{}, nil, err
 	}
@@ -130,8 +131,12 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 	// Tiles render on connections of their own, which plan each tile
 	// statement once (see pg.Options.GenericPlans), and a burst of map
 	// traffic cannot take the connections /within needs.
-	tilePool, err := pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: int32(cfg.Tiles.DBMaxConns), MinConns: min(2, int32(cfg.Tiles.DBMaxConns)),
-		AppName: "geogate-tiles", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS, GenericPlans: true})
+	tileOpts := opts
+	tileOpts.MaxConns = int32(cfg.Tiles.DBMaxConns)
+	tileOpts.MinConns = min(2, tileOpts.MaxConns)
+	tileOpts.AppName = "geogate-tiles"
+	tileOpts.GenericPlans = true
+	tilePool, err := pg.Open(sctx, cfg.DB.URL, tileOpts)
 	if err != nil {
 		pool.Close()
 		return deps{}, nil, err
