@@ -30,6 +30,9 @@ type Error struct {
 	Kind    Kind
 	Message string
 	Err     error // the cause, for logs only
+	// Limits names, for a RateLimited error, the limits that refused the
+	// request.
+	Limits []string
 }
 
 func (e *Error) Error() string {
@@ -53,6 +56,11 @@ func Errorf(k Kind, format string, args ...any) *Error {
 // that only logs see.
 func Wrap(k Kind, msg string, cause error) *Error {
 	return &Error{Kind: k, Message: msg, Err: cause}
+}
+
+// Limited returns a RateLimited error refused by the named limits.
+func Limited(msg string, limits ...string) *Error {
+	return &Error{Kind: RateLimited, Message: msg, Limits: limits}
 }
 
 // KindOf reports the kind of the first *Error in err's chain, or Internal.

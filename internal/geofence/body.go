@@ -11,11 +11,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/geogate/geogate/internal/apperr"
 	geom "github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/geojson"
 	"github.com/twpayne/go-geom/encoding/wkb"
-
-	"github.com/geogate/geogate/internal/httpx"
 )
 
 const (
@@ -39,7 +38,7 @@ func parseFence(body []byte, r Rules) (FenceInput, geom.T, error) {
 	if err := decodeJSON(body, &fb, "type", "geometry", "properties"); err != nil {
 		return FenceInput{}, nil, err
 	}
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	if fb.Type == nil {
 		errs.Add("Field required.", "missing", "body", "type")
 	} else if *fb.Type != "Feature" {
@@ -53,7 +52,7 @@ func parseFence(body []byte, r Rules) (FenceInput, geom.T, error) {
 	}
 	b, err := wkb.Marshal(g, wkb.NDR)
 	if err != nil {
-		return FenceInput{}, nil, httpx.Invalid("Geometry cannot be encoded.", "value_error", "body", "geometry")
+		return FenceInput{}, nil, apperr.InvalidField("Geometry cannot be encoded.", "value_error", "body", "geometry")
 	}
 	in.WKB = b
 	return in, g, nil
@@ -63,7 +62,7 @@ func parseFence(body []byte, r Rules) (FenceInput, geom.T, error) {
 // are named, describing malformed JSON without echoing it.
 func decodeJSON(body []byte, v any, fields ...string) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return httpx.Invalid("Body required: a JSON document.", "missing", "body")
+		return apperr.InvalidField("Body required: a JSON document.", "missing", "body")
 	}
 	err := json.Unmarshal(exactMembers(body, fields...), v)
 	var se *json.SyntaxError
@@ -72,17 +71,17 @@ func decodeJSON(body []byte, v any, fields ...string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &se):
-		return httpx.Invalid(fmt.Sprintf("Malformed JSON at byte %d.", se.Offset), "json_invalid", "body")
+		return apperr.InvalidField(fmt.Sprintf("Malformed JSON at byte %d.", se.Offset), "json_invalid", "body")
 	case errors.As(err, &te) && te.Field == "":
-		return httpx.Invalid("Body must be a JSON object.", "model_type", "body")
+		return apperr.InvalidField("Body must be a JSON object.", "model_type", "body")
 	case errors.As(err, &te):
 		loc := []any{"body"}
 		for _, f := range strings.Split(te.Field, ".") {
 			loc = append(loc, f)
 		}
-		return httpx.Invalid("Wrong JSON type.", "type_error", loc...)
+		return apperr.InvalidField("Wrong JSON type.", "type_error", loc...)
 	}
-	return httpx.Invalid("Malformed JSON.", "json_invalid", "body")
+	return apperr.InvalidField("Malformed JSON.", "json_invalid", "body")
 }
 
 // exactMembers returns the JSON object b without the members whose names
@@ -114,7 +113,7 @@ func exactMembers(b []byte, names ...string) []byte {
 
 // parseProperties returns the fence name and the other properties as a
 // JSON object.
-func parseProperties(raw *json.RawMessage, errs *httpx.ValidationError) (string, []byte) {
+func parseProperties(raw *json.RawMessage, errs *apperr.ValidationError) (string, []byte) {
 	if raw == nil || string(*raw) == "null" {
 		errs.Add("Field required: an object with at least a name.", "missing", "body", "properties")
 		return "", nil
@@ -184,7 +183,7 @@ func storable(v any) string {
 // what PostGIS would otherwise reject or silently accept: ring closure,
 // ring size, coordinate ranges and the vertex limit. Validity in the
 // plane (self-intersections and so on) is left to PostGIS.
-func parseGeometry(raw *json.RawMessage, r Rules, errs *httpx.ValidationError) geom.T {
+func parseGeometry(raw *json.RawMessage, r Rules, errs *apperr.ValidationError) geom.T {
 	loc := []any{"body", "geometry"}
 	if raw == nil || string(*raw) == "null" {
 		errs.Add("Field required: a GeoJSON Polygon or MultiPolygon.", "missing", loc...)
@@ -235,7 +234,7 @@ func parseGeometry(raw *json.RawMessage, r Rules, errs *httpx.ValidationError) g
 	return g
 }
 
-func checkPolygon(p *geom.Polygon, loc []any, errs *httpx.ValidationError) {
+func checkPolygon(p *geom.Polygon, loc []any, errs *apperr.ValidationError) {
 	if p.NumLinearRings() == 0 {
 		errs.Add("A polygon needs at least an outer ring.", "too_short", loc...)
 		return
@@ -245,7 +244,7 @@ func checkPolygon(p *geom.Polygon, loc []any, errs *httpx.ValidationError) {
 	}
 }
 
-func checkRing(cs []geom.Coord, loc []any, errs *httpx.ValidationError) {
+func checkRing(cs []geom.Coord, loc []any, errs *apperr.ValidationError) {
 	if len(cs) < 4 {
 		errs.Add(fmt.Sprintf("A ring needs at least 4 positions (the last repeating the first), got %d.", len(cs)), "too_short", loc...)
 		return
@@ -305,12 +304,12 @@ func parseBatch(body []byte, r Rules) ([]Point, error) {
 		return nil, err
 	}
 	if bb.Points == nil {
-		return nil, httpx.Invalid("Field required: an array of [lng, lat] pairs.", "missing", "body", "points")
+		return nil, apperr.InvalidField("Field required: an array of [lng, lat] pairs.", "missing", "body", "points")
 	}
 	if n := len(*bb.Points); n > r.MaxBatchPoints {
-		return nil, httpx.Invalid(fmt.Sprintf("Too many points: %d, at most %d.", n, r.MaxBatchPoints), "too_long", "body", "points")
+		return nil, apperr.InvalidField(fmt.Sprintf("Too many points: %d, at most %d.", n, r.MaxBatchPoints), "too_long", "body", "points")
 	}
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	pts := make([]Point, 0, len(*bb.Points))
 	for i, raw := range *bb.Points {
 		var c []float64

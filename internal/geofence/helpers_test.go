@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
@@ -137,10 +138,10 @@ func getCollection(t testing.TB, h http.Handler, target string) collectionJSON {
 }
 
 // detail422 decodes a 422 body into its field errors.
-func detail422(t testing.TB, body []byte) []httpx.FieldError {
+func detail422(t testing.TB, body []byte) []apperr.FieldError {
 	t.Helper()
 	var d struct {
-		Detail []httpx.FieldError `json:"detail"`
+		Detail []apperr.FieldError `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil {
 		t.Fatalf("422 body %s: %v", body, err)

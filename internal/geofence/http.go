@@ -80,7 +80,7 @@ func notContains(c *gin.Context) {
 // rate-limit cost computed before the handler runs. The handler rejects an
 // invalid radius with a 422 itself.
 func ParseRadius(c *gin.Context, maxRadius float64) (float64, bool) {
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	return radius(c.Request.URL.Query(), Rules{MaxRadius: maxRadius}, errs)
 }
 
@@ -117,7 +117,7 @@ func (h *handler) within(c *gin.Context) {
 }
 
 func badCursor() error {
-	return httpx.Invalid("Invalid or expired cursor: use the link of a previous page of the same query.", "value_error", "query", "cursor")
+	return apperr.InvalidField("Invalid or expired cursor: use the link of a previous page of the same query.", "value_error", "query", "cursor")
 }
 
 func (h *handler) scope(c *gin.Context) []byte {
@@ -260,7 +260,7 @@ func (h *handler) readFence(c *gin.Context) (FenceInput, bool) {
 func abortWrite(c *gin.Context, err error) {
 	var ig *InvalidGeometryError
 	if errors.As(err, &ig) {
-		httpx.Abort(c, httpx.Invalid("Invalid geometry: "+ig.Reason+".", "geometry_invalid", "body", "geometry"))
+		httpx.Abort(c, apperr.InvalidField("Invalid geometry: "+ig.Reason+".", "geometry_invalid", "body", "geometry"))
 		return
 	}
 	httpx.Abort(c, err)
@@ -278,7 +278,7 @@ func readBody(c *gin.Context, limit int) ([]byte, error) {
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case err != nil:
-		return nil, httpx.Invalid("Could not read the request body.", "value_error", "body")
+		return nil, apperr.InvalidField("Could not read the request body.", "value_error", "body")
 	}
 	return b, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/apperr"
 )
 
 // Rules are the request limits the HTTP layer enforces.
@@ -32,7 +32,7 @@ const (
 
 // param returns the single value of a query parameter; a parameter given
 // more than once is an error, since silently picking one hides mistakes.
-func param(v url.Values, name string, errs *httpx.ValidationError) (string, bool) {
+func param(v url.Values, name string, errs *apperr.ValidationError) (string, bool) {
 	vals, ok := v[name]
 	if !ok {
 		return "", false
@@ -69,7 +69,7 @@ func isDecimal(s string) bool {
 }
 
 // number reads a required finite number in [lo, hi] from the query.
-func number(v url.Values, name string, lo, hi float64, errs *httpx.ValidationError) (float64, bool) {
+func number(v url.Values, name string, lo, hi float64, errs *apperr.ValidationError) (float64, bool) {
 	s, ok := param(v, name, errs)
 	if !ok {
 		if _, dup := v[name]; !dup {
@@ -89,7 +89,7 @@ func number(v url.Values, name string, lo, hi float64, errs *httpx.ValidationErr
 	return f, true
 }
 
-func radius(v url.Values, r Rules, errs *httpx.ValidationError) (float64, bool) {
+func radius(v url.Values, r Rules, errs *apperr.ValidationError) (float64, bool) {
 	s, ok := param(v, "radius", errs)
 	if !ok {
 		if _, dup := v["radius"]; !dup {
@@ -110,7 +110,7 @@ func radius(v url.Values, r Rules, errs *httpx.ValidationError) (float64, bool) 
 }
 
 // limit reads the optional page size.
-func limit(v url.Values, r Rules, errs *httpx.ValidationError) int {
+func limit(v url.Values, r Rules, errs *apperr.ValidationError) int {
 	s, ok := param(v, "limit", errs)
 	if !ok {
 		return r.DefaultLimit
@@ -129,7 +129,7 @@ func limit(v url.Values, r Rules, errs *httpx.ValidationError) int {
 
 // props reads the properties parameter: nil for all (absent), empty for
 // "none", or the listed names.
-func props(v url.Values, errs *httpx.ValidationError) []string {
+func props(v url.Values, errs *apperr.ValidationError) []string {
 	s, ok := param(v, "properties", errs)
 	if !ok {
 		return nil
@@ -165,7 +165,7 @@ type withinRequest struct {
 // parseWithin reads every /within parameter and reports every problem at
 // once. Unknown parameters are ignored.
 func parseWithin(v url.Values, r Rules, layers []string) (withinRequest, error) {
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	var q withinRequest
 	q.Lng, _ = number(v, "lng", -180, 180, errs)
 	q.Lat, _ = number(v, "lat", -90, 90, errs)
@@ -202,14 +202,14 @@ func withinScope(q WithinQuery) string {
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 1 || strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
-		return 0, httpx.Invalid("Geofence ids are positive integers.", "int_parsing", "path", "id")
+		return 0, apperr.InvalidField("Geofence ids are positive integers.", "int_parsing", "path", "id")
 	}
 	return id, nil
 }
 
 // parsePoint reads the lng and lat parameters.
 func parsePoint(v url.Values) (Point, error) {
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	var p Point
 	p.Lng, _ = number(v, "lng", -180, 180, errs)
 	p.Lat, _ = number(v, "lat", -90, 90, errs)
@@ -223,7 +223,7 @@ type listRequest struct {
 }
 
 func parseList(v url.Values, r Rules) (listRequest, error) {
-	errs := &httpx.ValidationError{}
+	errs := &apperr.ValidationError{}
 	var q listRequest
 	q.Limit = limit(v, r, errs)
 	if s, ok := param(v, "bbox", errs); ok {
@@ -235,7 +235,7 @@ func parseList(v url.Values, r Rules) (listRequest, error) {
 
 // parseBBox reads minLng,minLat,maxLng,maxLat; minLng > maxLng is a box
 // across the antimeridian.
-func parseBBox(s string, errs *httpx.ValidationError) *BBox {
+func parseBBox(s string, errs *apperr.ValidationError) *BBox {
 	parts := strings.Split(s, ",")
 	const msg = "Expected minLng,minLat,maxLng,maxLat with lng in [-180, 180], lat in [-90, 90] and minLat <= maxLat."
 	if len(parts) != 4 {

@@ -1,10 +1,12 @@
 // Package httpx holds what every geogate route shares at the HTTP edge: the
 // one place that maps errors to statuses and {"detail": ...} bodies, the
-// request middleware (ids, logs, metrics, panics) and the router defaults.
+// request middleware (ids, client addresses, logs, metrics, panics) and the
+// router defaults.
 package httpx
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -18,6 +20,19 @@ import (
 type Detail struct {
 	Detail any `json:"detail"`
 }
+
+// Problem is the body of a 429: an RFC 9457 problem document whose detail
+// also gives it FastAPI's {"detail": ...} shape.
+type Problem struct {
+	Type             string   `json:"type"`
+	Title            string   `json:"title"`
+	Status           int      `json:"status"`
+	Detail           string   `json:"detail"`
+	ViolatedPolicies []string `json:"violated-policies"`
+}
+
+// quotaExceeded is the problem type of a 429 (RFC 9457's registry).
+const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
 var kindStatus = map[apperr.Kind]int{
 	apperr.Internal:        http.StatusInternalServerError,
@@ -35,7 +50,7 @@ var kindStatus = map[apperr.Kind]int{
 // Anything it does not recognise is a 500 with a generic detail: driver and
 // SQL text never reach a client.
 func Status(err error) (int, any) {
-	var v *ValidationError
+	var v *apperr.ValidationError
 	if errors.As(err, &v) {
 		return http.StatusUnprocessableEntity, v.Fields
 	}
@@ -43,7 +58,7 @@ func Status(err error) (int, any) {
 	if k == apperr.Invalid {
 		// Every 422 carries FastAPI's list of problems, even one that
 		// names no parameter.
-		return http.StatusUnprocessableEntity, []FieldError{{Loc: []any{}, Msg: apperr.MessageOf(err), Type: "value_error"}}
+		return http.StatusUnprocessableEntity, []apperr.FieldError{{Loc: []any{}, Msg: apperr.MessageOf(err), Type: "value_error"}}
 	}
 	if k != apperr.Internal {
 		return kindStatus[k], apperr.MessageOf(err)
@@ -59,13 +74,23 @@ func Status(err error) (int, any) {
 }
 
 // Abort ends the request with the response err maps to. Only 5xx errors are
-// logged, with their cause; 4xx are the client's business.
+// logged, with their cause; 4xx are the client's business. A RateLimited
+// error is answered with a problem document naming the limits that refused
+// the request.
 func Abort(c *gin.Context, err error) {
 	status, detail := Status(err)
 	if status >= 500 {
 		Logger(c).Error("request failed", "status", status, "err", err.Error())
 	}
 	_ = c.Error(err)
+	var ae *apperr.Error
+	if status == http.StatusTooManyRequests && errors.As(err, &ae) {
+		body, _ := json.Marshal(Problem{Type: quotaExceeded, Title: "Too Many Requests", Status: status,
+			Detail: ae.Message, ViolatedPolicies: ae.Limits})
+		c.Abort()
+		c.Data(status, "application/problem+json", body)
+		return
+	}
 	c.AbortWithStatusJSON(status, Detail{Detail: detail})
 }
 

@@ -29,9 +29,9 @@ func TestStatus(t *testing.T) {
 		{"Deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 504, "The request took too long and was cancelled."},
 		{"UnknownIsGeneric", errors.New(`ERROR: syntax error at or near "SELECT" (SQLSTATE 42601)`), 500, "Internal server error."},
 		{"InvalidKindIsAList", fmt.Errorf("create key: %w", apperr.New(apperr.Invalid, "A key id is 1 to 64 letters.")), 422,
-			[]FieldError{{Loc: []any{}, Msg: "A key id is 1 to 64 letters.", Type: "value_error"}}},
-		{"Validation", Invalid("must be positive", "value_error", "query", "radius"), 422,
-			[]FieldError{{Loc: []any{"query", "radius"}, Msg: "must be positive", Type: "value_error"}}},
+			[]apperr.FieldError{{Loc: []any{}, Msg: "A key id is 1 to 64 letters.", Type: "value_error"}}},
+		{"Validation", apperr.InvalidField("must be positive", "value_error", "query", "radius"), 422,
+			[]apperr.FieldError{{Loc: []any{"query", "radius"}, Msg: "must be positive", Type: "value_error"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,23 +43,6 @@ func TestStatus(t *testing.T) {
 				t.Errorf("Status(%v) detail mismatch (-want +got):\n%s", tt.err, diff)
 			}
 		})
-	}
-}
-
-func TestValidationErrorCollects(t *testing.T) {
-	var v ValidationError
-	if v.Err() != nil {
-		t.Fatalf("empty ValidationError.Err() = %v, want nil", v.Err())
-	}
-	v.Add("field required", "missing", "query", "lng")
-	v.Add("must be at most 90", "less_than_equal", "query", "lat")
-	err := v.Err()
-	if err == nil {
-		t.Fatal("Err() = nil after two failures")
-	}
-	want := "validation failed: query.lng: field required; query.lat: must be at most 90"
-	if got := err.Error(); got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
 

@@ -1,13 +1,13 @@
-package httpx
+package apperr
 
 import (
 	"fmt"
 	"strings"
 )
 
-// FieldError is one entry of a 422 body, in FastAPI's shape: loc names where
-// the bad value was (["query", "radius"], ["body", "geometry"]), msg says
-// what is wrong with it and type is a stable machine-readable code.
+// FieldError is one problem with a request's input, in FastAPI's shape: loc
+// names where the bad value was (["query", "radius"], ["body", "geometry"]),
+// msg says what is wrong with it and type is a stable machine-readable code.
 type FieldError struct {
 	Loc  []any  `json:"loc"`
 	Msg  string `json:"msg"`
@@ -15,7 +15,7 @@ type FieldError struct {
 }
 
 // ValidationError collects every FieldError of one request; the HTTP edge
-// turns it into a 422 with {"detail": [...]}.
+// answers it with a 422 whose detail is the list.
 type ValidationError struct {
 	Fields []FieldError
 }
@@ -28,13 +28,13 @@ func (e *ValidationError) Error() string {
 	return "validation failed: " + strings.Join(parts, "; ")
 }
 
-// Add records one failure.
+// Add records one problem.
 func (e *ValidationError) Add(msg, typ string, loc ...any) {
 	e.Fields = append(e.Fields, FieldError{Loc: loc, Msg: msg, Type: typ})
 }
 
-// Err returns e when it holds failures, nil otherwise, so callers can
-// collect every problem and return once.
+// Err returns e when it holds problems and nil otherwise, so that callers
+// can collect every problem of a request and return once.
 func (e *ValidationError) Err() error {
 	if e == nil || len(e.Fields) == 0 {
 		return nil
@@ -42,25 +42,17 @@ func (e *ValidationError) Err() error {
 	return e
 }
 
-// Invalid returns a ValidationError with a single failure.
-func Invalid(msg, typ string, loc ...any) *ValidationError {
+// InvalidField returns a ValidationError with a single problem.
+func InvalidField(msg, typ string, loc ...any) *ValidationError {
 	v := &ValidationError{}
 	v.Add(msg, typ, loc...)
 	return v
 }
 
 func locString(loc []any) string {
-	var b strings.Builder
+	parts := make([]string, len(loc))
 	for i, l := range loc {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		switch v := l.(type) {
-		case string:
-			b.WriteString(v)
-		default:
-			b.WriteString(fmt.Sprint(v))
-		}
+		parts[i] = fmt.Sprint(l)
 	}
-	return b.String()
+	return strings.Join(parts, ".")
 }
