@@ -46,6 +46,7 @@ import (
 	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -75,8 +76,9 @@ type bench struct {
 	points [][2]float64 // /within centres: random city positions
 	base   string       // API base URL
 	// apiPool is the API's DB_MAX_CONNS.
-	apiPool int
-	svc     *geofence.Service
+	apiPool  int
+	svc      *geofence.Service
+	settings geofence.Settings
 }
 
 func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []int, batchConc int) error {
@@ -93,10 +95,15 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	defer pool.Close()
 	// CPU groups: "pg:api" serves `api serve`, "pg:bench" this process.
 	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate": "pg:api", "geogate-bench-geofence": "pg:bench"})
-	b.svc, err = geofence.New(ctx, pool, geofence.Settings{
-		Limits: geofence.Limits{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
+	b.settings = geofence.Settings{
+		Timeouts: geofence.Timeouts{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
+		Rules: geofence.Rules{
+			Limits:      openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
+			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
+		},
 		Layers: []string{"places"},
-	})
+	}
+	b.svc, err = geofence.New(ctx, pool, b.settings, nil)
 	if err != nil {
 		return err
 	}
@@ -273,13 +280,11 @@ func cityPoints(ctx context.Context, pool *pgxpool.Pool, n int) ([][2]float64, e
 	return out, nil
 }
 
-// serveInProcess serves the geofence routes alone (no authentication, no
+// serveInProcess serves the /within handler alone (no authentication, no
 // rate limit) on a loopback port of this process and returns the base URL.
 func (b *bench) serveInProcess() (string, error) {
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	geofence.Register(r, b.svc, geofence.Options{Rules: geofence.Rules{
-		MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxVertices: 100_000, MaxBodyBytes: 5 << 20, MaxBatchPoints: 1000,
-	}})
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, httpx.TrustedProxies{})
+	r.GET("/within", geofence.NewHandler(b.svc, b.settings, nil).Within)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -156,8 +156,6 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline, workers
 	return memory(ctx, c, l, run)
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // counter is a go-redis hook counting what reaches the network.
 type counter struct{ cmds, pipes atomic.Int64 }
 

@@ -120,7 +120,9 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 		return err
 	}
 	prefix := fmt.Sprintf("bench:%d:", time.Now().UnixNano())
-	warmH, err := tiles.New(hctx, cfg.Tiles, tiles.Deps{DB: pool, Redis: rc, KeyPrefix: prefix}, tiles.Options{Log: quiet})
+	cached := cfg.Tiles
+	cached.KeyPrefix = prefix
+	warmH, err := tiles.New(hctx, cached, tiles.Deps{DB: pool, Redis: rc}, tiles.Options{Log: quiet})
 	if err != nil {
 		return err
 	}
@@ -259,8 +261,8 @@ func silent() *slog.Logger {
 }
 
 func serve(h *tiles.Handler) (string, func(), error) {
-	r := httpx.NewRouter(silent(), nil)
-	h.Register(r)
+	r := httpx.NewRouter(silent(), nil, httpx.TrustedProxies{})
+	r.GET("/tiles/:layer/:z/:x/:y", h.Tile)
 	return listen(r)
 }
 

@@ -104,23 +104,33 @@ func TestAuthEndToEnd(t *testing.T) {
 
 func TestKeysAndTokenCLIErrors(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "JWT_HS256_SECRET": "short"}
+	noSecret := map[string]string{"DATABASE_URL": env["DATABASE_URL"]}
 	for _, tc := range []struct {
 		args []string
+		env  map[string]string // nil: env
 		want string
 	}{
-		{[]string{"keys"}, "subcommand is required"},
-		{[]string{"keys", "rotate"}, "unknown subcommand"},
-		{[]string{"keys", "create", "--scopes", "all"}, "--name and --scopes are required"},
-		{[]string{"keys", "create", "--name", "x", "--scopes", "bogus"}, `unknown scope "bogus"`},
-		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3"}, "--bbox must be"},
-		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "3,2,3,4"}, "spatial scope"},
-		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3,4", "--scope-geojson", "f"}, "not both"},
-		{[]string{"keys", "revoke"}, "exactly one key id"},
-		{[]string{"token", "--sub", "a", "--scopes", "all"}, "positive --ttl"},
-		{[]string{"token", "--sub", "a", "--scopes", "all", "--ttl", "1h"}, "JWT_HS256_SECRET must be set"},
+		{[]string{"keys"}, nil, "subcommand is required"},
+		{[]string{"keys", "rotate"}, nil, "unknown subcommand"},
+		{[]string{"keys", "create", "--scopes", "all"}, nil, "--name and --scopes are required"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "bogus"}, nil, `unknown scope "bogus"`},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3"}, nil, "--bbox must be"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "3,2,3,4"}, nil, "spatial scope"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3,4", "--scope-geojson", "f"}, nil, "not both"},
+		{[]string{"keys", "revoke"}, nil, "exactly one key id"},
+		{[]string{"token", "--sub", "a", "--scopes", "all"}, nil, "positive --ttl"},
+		// A bad setting is the configuration's error, as for every command.
+		{[]string{"token", "--sub", "a", "--scopes", "all", "--ttl", "1h"}, nil, `JWT_HS256_SECRET="(hidden)": must be at least 32 characters`},
+		{[]string{"token", "--sub", "a", "--scopes", "all", "--ttl", "1h"}, noSecret, "JWT_HS256_SECRET must be set"},
+		{[]string{"migrate"}, map[string]string{}, "DATABASE_URL"},
+		{[]string{"keys", "list"}, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "DB_MAX_CONNS": "lots"}, "DB_MAX_CONNS"},
 	} {
 		var out, errOut bytes.Buffer
-		err := run(context.Background(), tc.args, envMap(env), &out, &errOut)
+		e := tc.env
+		if e == nil {
+			e = env
+		}
+		err := run(context.Background(), tc.args, envMap(e), &out, &errOut)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("api %s = %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
 		}

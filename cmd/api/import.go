@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/importer"
 )
 
@@ -53,7 +54,11 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if o.Replace && o.IfEmpty {
 		return errors.New("import: --replace and --if-empty exclude each other")
 	}
-	pool, err := openCLIPool(ctx, getenv, "geogate-import")
+	cfg, err := config.Load(getenv, config.NeedPostgres)
+	if err != nil {
+		return err
+	}
+	pool, err := openCLIPool(ctx, cfg, "geogate-import")
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
@@ -157,7 +159,11 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 
 // withStore opens the database named by DATABASE_URL for one command.
 func withStore(ctx context.Context, getenv func(string) string, f func(*auth.Store) error) error {
-	pool, err := openCLIPool(ctx, getenv, "geogate-keys")
+	cfg, err := config.Load(getenv, config.NeedPostgres)
+	if err != nil {
+		return err
+	}
+	pool, err := openCLIPool(ctx, cfg, "geogate-keys")
 	if err != nil {
 		return err
 	}
@@ -203,7 +209,7 @@ func parseScopes(s string) ([]string, error) {
 }
 
 // spatialFlags reads --bbox or --scope-geojson; neither is the whole world.
-func spatialFlags(bbox, file string) (*auth.SpatialScope, error) {
+func spatialFlags(bbox, file string) (*spatial.Scope, error) {
 	switch {
 	case bbox != "" && file != "":
 		return nil, errors.New("use --bbox or --scope-geojson, not both")
@@ -220,13 +226,13 @@ func spatialFlags(bbox, file string) (*auth.SpatialScope, error) {
 			}
 			v[i] = f
 		}
-		return auth.NewBBoxScope(v[0], v[1], v[2], v[3])
+		return spatial.NewBBox(v[0], v[1], v[2], v[3])
 	case file != "":
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return nil, err
 		}
-		s, err := auth.ParseSpatialScope(data)
+		s, err := spatial.Parse(data)
 		if err == nil && s == nil {
 			err = errors.New("--scope-geojson: the file holds no geometry")
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,11 +40,11 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	time.Sleep(100 * time.Millisecond) // the access log line follows the answer
+	// The access log line follows the answer.
+	testenv.WaitFor(t, 5*time.Second, "four access log lines for /within", func() bool {
+		return strings.Count(logs.String(), `"route":"/within"`) == 4
+	})
 	got := logs.String()
-	if !strings.Contains(got, `"route":"/within"`) {
-		t.Fatalf("no access log lines for /within; logs:\n%s", got)
-	}
 	for name, s := range map[string]string{
 		"API key secret": secret, "unknown key": fakeKey, "token": token,
 		"bad token": fakeToken, "signing key": jwtSecret,
@@ -52,4 +53,68 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			t.Errorf("logs contain the %s %q", name, s)
 		}
 	}
+}
+
+// TestOneClientAddress: behind a trusted proxy, the client address that
+// X-Forwarded-For names is the one authentication counts, the access log
+// shows and, with X-Forwarded-Proto and -Host, TileJSON URLs are built
+// from; from an untrusted peer, none of those headers counts.
+func TestOneClientAddress(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	for _, tc := range []struct {
+		name, trusted      string
+		wantClient, wantTJ string
+	}{
+		// The contract proxy in front of the service dials from 127.x.y.z.
+		{"TrustedProxy", "127.0.0.0/8", "198.51.100.7", "https://maps.example.org/tiles/places/{z}/{x}/{y}.mvt"},
+		{"UntrustedPeer", "192.0.2.1", "127.", "http://127."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, logs := startService(t, map[string]string{
+				"DATABASE_URL": dbURL, "REDIS_URL": testenv.Getenv(t, "TEST_REDIS_URL"), "TRUSTED_PROXIES": tc.trusted,
+			})
+			get := func(path string) *http.Response {
+				req, _ := http.NewRequest("GET", base+path, nil)
+				req.Header.Set("X-Forwarded-For", "198.51.100.7")
+				req.Header.Set("X-Forwarded-Proto", "https")
+				req.Header.Set("X-Forwarded-Host", "maps.example.org")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { resp.Body.Close() })
+				return resp
+			}
+			if resp := get("/within?lng=13.4&lat=52.5&radius=500"); resp.StatusCode != 200 {
+				t.Fatalf("/within = %d", resp.StatusCode)
+			}
+			var tj struct{ Tiles []string }
+			if err := json.NewDecoder(get("/tiles/places.json").Body).Decode(&tj); err != nil || len(tj.Tiles) != 1 || !strings.HasPrefix(tj.Tiles[0], tc.wantTJ) {
+				t.Errorf("TileJSON tiles = %v (%v), want a URL starting %s", tj.Tiles, err, tc.wantTJ)
+			}
+			var line map[string]any
+			testenv.WaitFor(t, 5*time.Second, "the access log line of /within", func() bool {
+				line = logLine(logs.String(), `"route":"/within"`)
+				return line != nil
+			})
+			client, _ := line["client"].(string)
+			identity, _ := line["identity"].(string)
+			if !strings.HasPrefix(client, tc.wantClient) || identity != "ip:"+client {
+				t.Errorf("access log client %q, identity %q; want client %s... and identity ip:<client>", client, identity, tc.wantClient)
+			}
+		})
+	}
+}
+
+// logLine returns the first JSON log line of logs containing marker.
+func logLine(logs, marker string) map[string]any {
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, marker) {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				return m
+			}
+		}
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ commands:
   token     mint an HS256 development token (api token --sub ID --scopes ... --ttl 1h)
 
 Run 'api COMMAND -h' for a command's flags. Settings come from the
-environment; see the README's settings table.
+environment; docs/configuration.md lists them all.
 `
 
 // run dispatches to a subcommand. It returns instead of exiting so that

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -14,10 +15,14 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := openCLIPool(ctx, getenv, "geogate-migrate")
+	cfg, err := config.Load(getenv, config.NeedPostgres)
+	if err != nil {
+		return err
+	}
+	pool, err := openCLIPool(ctx, cfg, "geogate-migrate")
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return pg.Migrate(ctx, pool, newLogger(stdout, "info"))
+	return pg.Migrate(ctx, pool, newLogger(stderr, cfg.Server))
 }

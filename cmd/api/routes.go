@@ -2,27 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	geom "github.com/twpayne/go-geom"
 
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
-	"github.com/geogate/geogate/internal/geofence"
-	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/openapi"
-	"github.com/geogate/geogate/internal/pg"
-	"github.com/geogate/geogate/internal/ratelimit"
-	"github.com/geogate/geogate/internal/rdb"
-	"github.com/geogate/geogate/internal/tiles"
 	"github.com/geogate/geogate/internal/web"
 )
 
@@ -31,146 +21,117 @@ type (
 	redisClient = redis.UniversalClient
 )
 
-// newHandler builds every route of the service on one screen. ctx ends
-// when the service shuts down; background work started here stops with it.
-func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		pg.NewCollector(d.db),
-		rdb.NewCollector(d.redis),
-	)
-	tileDB := d.db
-	if d.tileDB != nil {
-		tileDB = d.tileDB
-		reg.MustRegister(pg.NewNamedCollector(tileDB, "tiles"))
+// route is one endpoint: what a request must present and what it costs
+// before its handler runs, as a FastAPI route declares its dependencies.
+type route struct {
+	method, path string
+	// scope is the scope a caller needs: a scope name, anyone (any caller
+	// whose credentials, if any, are valid), public (no authentication) or
+	// nobody (the method is not allowed: 405, before any credentials are
+	// checked, and left out of the API description).
+	scope   string
+	limit   limit
+	handler gin.HandlerFunc
+}
+
+// refuse is the route that answers method on path with a 405 naming the
+// methods allowed there, where a parameter route would otherwise take it.
+func refuse(method, path, allow string) route {
+	return route{method, path, nobody, free, httpx.MethodNotAllowed(allow)}
+}
+
+// Route scopes that name no auth scope.
+const (
+	anyone = ""
+	public = "public"
+	nobody = "nobody"
+)
+
+// limit is the rate-limit policy a route spends and what a request costs.
+type limit struct {
+	policies []string
+	cost     func(*gin.Context) int // nil: 1
+	// inHandler says the handler charges the policies itself (a tile
+	// spends one or the other), rather than a middleware before it.
+	inHandler bool
+}
+
+// free spends no budget.
+var free = limit{}
+
+func spend(policy string, cost func(*gin.Context) int) limit {
+	return limit{policies: []string{policy}, cost: cost}
+}
+
+func inHandler(policies ...string) limit { return limit{policies: policies, inHandler: true} }
+
+// routes lists every route of the service.
+func routes(s *services) []route {
+	geo, t, docs := s.geofence, s.tiles, s.docs
+	return []route{
+		{"GET", "/healthz", public, free, s.health.Live},
+		{"GET", "/readyz", public, free, s.health.Ready},
+		{"GET", "/metrics", public, free, s.metrics()},
+
+		{"GET", "/", anyone, free, web.Map},
+		{"GET", "/static/*filepath", anyone, free, web.Static},
+		{"GET", "/openapi.json", anyone, free, docs.Spec},
+		{"GET", "/docs", anyone, free, docs.SwaggerUI},
+		{"GET", "/redoc", anyone, free, docs.Redoc},
+		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
+
+		{"GET", "/within", auth.ScopeProximityRead, spend(policyGeofence, geo.WithinCost), geo.Within},
+		{"GET", "/geofences", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.List},
+		{"POST", "/geofences", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Create},
+		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Contains},
+		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.ContainsBatch},
+		refuse("PUT", "/geofences/contains", "GET, POST"), // no fence is called "contains"
+		refuse("DELETE", "/geofences/contains", "GET, POST"),
+		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Get},
+		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Update},
+		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Delete},
+
+		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
+		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json
+		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.Tile},
 	}
-	r := httpx.NewRouter(log, httpx.NewMetrics(reg))
+}
+
+// newHandler builds the services and serves every route of routes.
+// ctx ends when the service shuts down.
+func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (http.Handler, error) {
+	s, err := newServices(ctx, cfg, log, d)
+	if err != nil {
+		return nil, err
+	}
+	return newRouter(cfg, log, s, routes(s))
+}
+
+// newRouter serves rs: each handler behind authentication (unless
+// public), its scope check and its rate limit.
+func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*gin.Engine, error) {
+	r := httpx.NewRouter(log, httpx.NewMetrics(s.registry), cfg.Server.TrustedProxies)
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
 		"RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-Request-ID", "X-Cache", "ETag", "Link"}))
-
-	health.Register(r, cfg.Redis.Timeout*4, map[string]health.Check{
-		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
-		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
-	}, d.draining.Load)
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-
-	// -- identity (internal/auth) --
-	// Every route below is authenticated: the identity (API key, bearer
-	// token, or the client address) is in the request for Require, the
-	// limiter and the spatial scope checks.
-	authn, err := auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, LookupTimeout: cfg.DB.QueryTimeout, Log: log, Registerer: reg})
-	if err != nil {
-		return nil, err
-	}
-	r.Use(authn.Middleware())
-
-	// -- rate limiting (internal/ratelimit) --
-	// limiter holds every named policy (cfg.RateLimit). limit(policy, cost)
-	// is the per-route middleware: it counts by the auth identity and its
-	// tier; cost nil charges 1, ratelimit.RadiusCostFrom("radius") prices
-	// /within by radius.
-	limiter, err := ratelimit.New(d.redis, cfg.RateLimit.Policies, ratelimit.Options{
-		Timeout: cfg.Redis.Timeout, Registerer: reg, Logger: log,
-		Pipeline: cfg.Redis.Pipeline,
-	})
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, limiter.Close) // stops the pipeline senders
-	limitTier := ratelimit.WithTier(func(c *gin.Context) string { return auth.FromGin(c).Tier })
-	limit := func(policy string, cost func(*gin.Context) int) gin.HandlerFunc {
-		return limiter.Middleware(policy, auth.LimitKey, cost, limitTier)
-	}
-
-	// -- tiles (internal/tiles) --
-	// Only renders (cache misses) spend the "tiles" budget; cached tiles
-	// pass the generous "tiles-cached" policy. A policy's concurrency cap
-	// holds its in-flight slot from the charge until the tile is answered
-	// (the handler runs the release Admit returns).
-	charge := func(policy string) tiles.Hook {
-		return func(c *gin.Context) (func(), bool) {
-			return limiter.Admit(c, ratelimit.Request{
-				Policy: policy, Identity: auth.LimitKey(c), Cost: 1, Tier: auth.FromGin(c).Tier,
-			})
+	authn := s.authn.Middleware()
+	for _, rt := range rs {
+		var chain []gin.HandlerFunc
+		switch rt.scope {
+		case public, nobody:
+		case anyone:
+			chain = append(chain, authn)
+		default:
+			chain = append(chain, authn, auth.Require(rt.scope))
 		}
-	}
-	proxies, err := auth.ParseTrustedProxies(cfg.Auth.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
-	tileHandler, err := tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, RedisTimeout: cfg.Redis.Timeout}, tiles.Options{
-		TrustedProxy: proxies.Trusts,
-		Scope: func(c *gin.Context) tiles.Scope {
-			if s := auth.FromGin(c).Spatial; s != nil {
-				return s
+		for _, p := range rt.limit.policies {
+			if _, ok := s.limiter.Policy(p); !ok {
+				return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
 			}
-			return nil
-		},
-		OnMiss:     charge("tiles"),
-		OnHit:      charge("tiles-cached"),
-		Log:        log,
-		Registerer: reg,
-	})
-	if err != nil {
-		return nil, err
-	}
-	tileHandler.Register(r, auth.Require(auth.ScopeTilesRead))
-	// The map page on / shows every layer (internal/web).
-	web.Register(r)
-
-	// -- proximity and geofences (internal/geofence) --
-	// Every route spends the "geofence" budget; /within by radius (an
-	// invalid radius costs 1 and is then refused with a 422).
-	geo, err := geofence.New(ctx, d.db, geofence.Settings{
-		Limits: geofence.Limits{QueryTimeout: cfg.DB.QueryTimeout, AcquireTimeout: cfg.DB.AcquireTimeout},
-		Layers: cfg.Geofence.Layers,
-	})
-	if err != nil {
-		return nil, err
-	}
-	maxRadius := float64(cfg.Geofence.MaxRadius)
-	radiusCost := func(c *gin.Context) int {
-		if m, ok := geofence.ParseRadius(c, maxRadius); ok {
-			return ratelimit.RadiusCost(m)
 		}
-		return 1
+		if len(rt.limit.policies) == 1 && !rt.limit.inHandler {
+			chain = append(chain, s.limiter.Middleware(rt.limit.policies[0], rt.limit.cost, limitedAs))
+		}
+		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
 	}
-	geofence.Register(r, geo, geofence.Options{
-		Rules: geofence.Rules{
-			MaxRadius: maxRadius, DefaultLimit: cfg.Geofence.DefaultLimit, MaxLimit: cfg.Geofence.MaxLimit,
-			MaxVertices: cfg.Geofence.MaxVertices, MaxBodyBytes: cfg.Geofence.MaxBodyBytes,
-			MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
-		},
-		Cursors: geofence.NewCursors(cfg.Geofence.CursorKey),
-		Within:  []gin.HandlerFunc{auth.Require(auth.ScopeProximityRead), limit("geofence", radiusCost)},
-		Read:    []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesRead), limit("geofence", nil)},
-		// A write publishes the new layer versions before it answers, so
-		// no replica serves a tile drawn before it.
-		Write: []gin.HandlerFunc{auth.Require(auth.ScopeGeofencesWrite), limit("geofence", nil), tileHandler.SyncVersions()},
-		CheckCircle: func(c *gin.Context, lng, lat, radiusM float64) error {
-			if !auth.FromGin(c).Spatial.ContainsCircle(lng, lat, radiusM) {
-				return auth.ErrCircleOutsideScope
-			}
-			return nil
-		},
-		CheckGeometry: func(c *gin.Context, g geom.T) error {
-			if !auth.FromGin(c).Spatial.ContainsGeometry(g) {
-				return auth.ErrGeometryOutsideScope
-			}
-			return nil
-		},
-		Scope: func(c *gin.Context) []byte { return auth.FromGin(c).Spatial.WKB() },
-	})
-
-	// -- API description (internal/openapi) --
-	if err := openapi.Register(r, openapi.Limits{
-		MaxRadius: float64(cfg.Geofence.MaxRadius), DefaultLimit: cfg.Geofence.DefaultLimit,
-		MaxLimit: cfg.Geofence.MaxLimit, MaxBatchPoints: cfg.Geofence.MaxBatchPoints,
-	}); err != nil {
-		return nil, err
-	}
-
 	return r, nil
 }

@@ -21,22 +21,22 @@ import (
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	port := fs.Int("port", 0, "port to listen on (overrides PORT)")
+	port := fs.Int("port", -1, "port to listen on, 0 for a free one (overrides PORT)")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply migrations at start (overrides MIGRATE_ON_START)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(getenv)
+	cfg, err := config.Load(getenv, config.NeedPostgres, config.NeedRedis)
 	if err != nil {
 		return err
 	}
-	if *port != 0 {
+	if *port >= 0 {
 		cfg.Server.Port = *port
 	}
 	if *noMigrate {
 		cfg.DB.MigrateOnStart = false
 	}
-	log := newLogger(stdout, cfg.Server.LogLevel)
+	log := newLogger(stderr, cfg.Server)
 	rdb.SetLogger(log)
 	if cfg.Server.PprofAddr != "" {
 		stopPprof, err := startPprof(cfg.Server.PprofAddr, log)
@@ -70,7 +70,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on port %d: %w", cfg.Server.Port, err)
 	}
-	log.Info("listening", "url", fmt.Sprintf("http://localhost:%d", cfg.Server.Port))
+	// With PORT=0 the system picks the port: this line is how a caller
+	// (a test, a script) learns it.
+	log.Info("listening", "url", fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -132,7 +134,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 	// statement once (see pg.Options.GenericPlans), and a burst of map
 	// traffic cannot take the connections /within needs.
 	tileOpts := opts
-	tileOpts.MaxConns = int32(cfg.Tiles.DBMaxConns)
+	tileOpts.MaxConns = int32(cfg.DB.TileMaxConns)
 	tileOpts.MinConns = min(2, tileOpts.MaxConns)
 	tileOpts.AppName = "geogate-tiles"
 	tileOpts.GenericPlans = true
@@ -164,10 +166,4 @@ func migrateOnStart(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	defer pool.Close()
 	return pg.Migrate(ctx, pool, log)
-}
-
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }

@@ -31,13 +31,15 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if *sub == "" || *scopes == "" || *ttl <= 0 {
 		return errors.New("token: --sub, --scopes and a positive --ttl are required")
 	}
-	cfg, _ := config.Load(getenv) // only the auth settings matter here
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
 	secret := cfg.Auth.JWTSecret
 	if len(secret) < 32 {
 		return errors.New("token: JWT_HS256_SECRET must be set to at least 32 characters (openssl rand -hex 32) and be the same for the service")
 	}
 	o := auth.MintOptions{Subject: *sub, Tier: *tier, TTL: *ttl, Issuer: *iss}
-	var err error
 	if o.Scopes, err = parseScopes(*scopes); err != nil {
 		return err
 	}

@@ -18,4 +18,3 @@ func TestValidationErrorCollects(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
-

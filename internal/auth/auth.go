@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
 	"slices"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Scopes a route may require.
@@ -47,7 +49,7 @@ type Identity struct {
 	Tier string
 	// Spatial is the part of the world the caller may query; nil means the
 	// whole world.
-	Spatial *SpatialScope
+	Spatial *spatial.Scope
 	// Anonymous is true when the request carried no credentials.
 	Anonymous bool
 }
@@ -109,14 +111,6 @@ func FromContext(ctx context.Context) Identity {
 var (
 	// ErrUnauthenticated: the route needs credentials and the request had none.
 	ErrUnauthenticated = apperr.New(apperr.Unauthenticated, "Authentication required: send an API key in the x-api-key header or a bearer token in the Authorization header.")
-	// ErrOutsideScope: the request reaches outside the caller's spatial scope.
-	ErrOutsideScope = apperr.New(apperr.Forbidden, "The request reaches outside your spatial scope.")
-	// ErrCircleOutsideScope: a /within circle leaves the spatial scope.
-	ErrCircleOutsideScope = apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope: the whole circle must lie inside it.")
-	// ErrTileOutsideScope: a tile lies wholly outside the spatial scope.
-	ErrTileOutsideScope = apperr.New(apperr.Forbidden, "The tile lies outside your spatial scope.")
-	// ErrGeometryOutsideScope: a geometry to be written leaves the spatial scope.
-	ErrGeometryOutsideScope = apperr.New(apperr.Forbidden, "The geometry leaves your spatial scope: all of it must lie inside.")
 
 	errBothCredentials = apperr.New(apperr.Unauthenticated, "Send either an x-api-key header or an Authorization bearer token, not both.")
 	errMalformedAuthz  = apperr.New(apperr.Unauthenticated, "The Authorization header must be \"Bearer <token>\".")
@@ -133,3 +127,18 @@ var (
 	errNoTokens        = apperr.New(apperr.Unauthenticated, "This service does not accept bearer tokens.")
 	errKeyUnavailable  = apperr.New(apperr.Unavailable, "Credentials cannot be verified right now; try again shortly.")
 )
+
+// IPKey returns the identity of an anonymous client at a: the address for
+// IPv4, and the /64 network for IPv6, since one host commonly holds a whole
+// /64 ("2001:db8:1:2::/64").
+func IPKey(a netip.Addr) string {
+	if !a.IsValid() {
+		return "unknown"
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}

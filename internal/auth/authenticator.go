@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/httpx"
 )
 
 // Authenticator turns a request's credentials into an Identity.
 type Authenticator struct {
 	anonScopes []string
-	trusted    TrustedProxies
 	keys       KeyVerifier
 	tokens     *TokenVerifier
 	timeout    time.Duration
@@ -33,8 +33,6 @@ type KeyVerifier interface {
 type Options struct {
 	// AnonymousScopes are granted to requests without credentials.
 	AnonymousScopes []string
-	// Trusted are the proxies whose forwarding headers are believed.
-	Trusted TrustedProxies
 	// Keys verifies API keys; nil rejects every API key.
 	Keys KeyVerifier
 	// Tokens verifies bearer tokens; nil rejects every token.
@@ -50,7 +48,7 @@ func NewAuthenticator(o Options) *Authenticator {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
-	a := &Authenticator{anonScopes: o.AnonymousScopes, trusted: o.Trusted, keys: o.Keys, tokens: o.Tokens, timeout: o.Timeout}
+	a := &Authenticator{anonScopes: o.AnonymousScopes, keys: o.Keys, tokens: o.Tokens, timeout: o.Timeout}
 	if o.Registerer != nil {
 		a.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geogate_auth_requests_total",
@@ -90,7 +88,7 @@ func (a *Authenticator) count(r *http.Request, err error) {
 
 // Authenticate returns the identity of r. A request with neither an
 // x-api-key header nor an Authorization header is anonymous and known by
-// its client address. A request with both is refused rather than guessing
+// its client address (httpx.ClientOf). A request with both is refused rather than guessing
 // which one the caller meant (and which one its limit should count).
 // Credentials that are present but wrong are refused even on routes that
 // anonymous callers may use, so that a broken client notices.
@@ -120,7 +118,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 	}
 	return Identity{
 		Kind:      KindIP,
-		ID:        IPKey(ClientIP(r, a.trusted)),
+		ID:        IPKey(httpx.ClientOf(r).Addr),
 		Scopes:    slices.Clip(a.anonScopes),
 		Anonymous: true,
 	}, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
@@ -111,17 +112,20 @@ func sign(t testing.TB, m jwt.SigningMethod, key any, kid string, claims jwt.Map
 
 // testRouter serves a few routes guarded like the real ones. /within
 // echoes the identity, or refuses a circle outside the spatial scope.
-func testRouter(a *Authenticator) *gin.Engine {
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+func testRouter(a *Authenticator) *gin.Engine { return testRouterBehind(a, httpx.TrustedProxies{}) }
+
+// testRouterBehind is testRouter behind the proxies trusted.
+func testRouterBehind(a *Authenticator, trusted httpx.TrustedProxies) *gin.Engine {
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, trusted)
 	r.Use(a.Middleware())
 	r.GET("/within", Require(ScopeProximityRead), func(c *gin.Context) {
-		id := FromGin(c)
+		id := FromContext(c.Request.Context())
 		if !id.Spatial.ContainsCircle(13.4, 52.5, 500) {
-			httpx.Abort(c, ErrCircleOutsideScope)
+			httpx.Abort(c, apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope."))
 			return
 		}
 		ctxID := FromContext(c.Request.Context())
-		c.JSON(http.StatusOK, gin.H{"limit_key": LimitKey(c), "kind": id.Kind, "tier": id.Tier, "ctx_kind": ctxID.Kind, "scopes": id.Scopes})
+		c.JSON(http.StatusOK, gin.H{"limit_key": id.LimitKey(), "kind": id.Kind, "tier": id.Tier, "ctx_kind": ctxID.Kind, "scopes": id.Scopes})
 	})
 	r.POST("/geofences", Require(ScopeGeofencesWrite), func(c *gin.Context) { c.Status(http.StatusCreated) })
 	return r

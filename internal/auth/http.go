@@ -13,10 +13,8 @@ import (
 // works.
 const Challenge = `Bearer realm="geogate", ApiKey realm="geogate", header="x-api-key"`
 
-const ginKey = "geogate.identity"
-
 // Middleware authenticates every request and stores its Identity in the
-// Gin context and in the request's context.Context. Invalid credentials end
+// request's context, where FromContext finds it. Invalid credentials end
 // the request with 401 (and WWW-Authenticate); an unreachable key store
 // with 503. Missing credentials are not an error here: routes that need
 // more than the anonymous scopes say so with Require.
@@ -28,48 +26,10 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 			abortAuth(c, err)
 			return
 		}
-		Set(c, id)
+		c.Request = c.Request.WithContext(WithIdentity(c.Request.Context(), id))
 		httpx.AddLogAttrs(c, "identity", id.LimitKey())
 		c.Next()
 	}
-}
-
-// Set stores id as the identity of the request; Middleware calls it, and
-// tests of other packages may too.
-func Set(c *gin.Context, id Identity) {
-	c.Set(ginKey, id)
-	c.Request = c.Request.WithContext(WithIdentity(c.Request.Context(), id))
-}
-
-// Static is a middleware that gives every request the identity id, for
-// tests of routes that sit behind Require.
-func Static(id Identity) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		Set(c, id)
-		c.Next()
-	}
-}
-
-// FromGin returns the identity of the request, or the zero Identity (no
-// scopes) when Middleware did not run.
-func FromGin(c *gin.Context) Identity {
-	if v, ok := c.Get(ginKey); ok {
-		if id, ok := v.(Identity); ok {
-			return id
-		}
-	}
-	return FromContext(c.Request.Context())
-}
-
-// LimitKey returns the rate-limit identity of the request: key:<key id>,
-// sub:<subject> or ip:<address> (see Identity.LimitKey). Without the
-// middleware it falls back to the connection's address.
-func LimitKey(c *gin.Context) string {
-	id := FromGin(c)
-	if id.ID == "" {
-		return KindIP + ":" + IPKey(parseHostPort(c.Request.RemoteAddr))
-	}
-	return id.LimitKey()
 }
 
 // Require lets the request through when its identity holds scope. A caller
@@ -78,7 +38,7 @@ func LimitKey(c *gin.Context) string {
 // 403.
 func Require(scope string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id := FromGin(c)
+		id := FromContext(c.Request.Context())
 		if id.Has(scope) {
 			c.Next()
 			return

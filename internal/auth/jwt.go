@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -55,28 +56,28 @@ type TokenVerifier struct {
 	// scopes remembers parsed geo_scope claims: one caller sends the same
 	// claim with every request, and a polygon is worth parsing once.
 	mu     sync.Mutex
-	scopes map[string]*SpatialScope
+	scopes map[string]*spatial.Scope
 }
 
 // maxParsedScopes bounds TokenVerifier.scopes.
 const maxParsedScopes = 1024
 
 // spatialScope parses a geo_scope claim, remembering the result.
-func (v *TokenVerifier) spatialScope(raw []byte) (*SpatialScope, error) {
+func (v *TokenVerifier) spatialScope(raw []byte) (*spatial.Scope, error) {
 	v.mu.Lock()
 	s, ok := v.scopes[string(raw)]
 	v.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	s, err := ParseSpatialScope(raw)
+	s, err := spatial.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.scopes == nil || len(v.scopes) >= maxParsedScopes {
-		v.scopes = make(map[string]*SpatialScope)
+		v.scopes = make(map[string]*spatial.Scope)
 	}
 	v.scopes[string(raw)] = s
 	return s, nil
@@ -265,7 +266,7 @@ type MintOptions struct {
 	Subject  string
 	Scopes   []string
 	Tier     string
-	Spatial  *SpatialScope
+	Spatial  *spatial.Scope
 	TTL      time.Duration
 	Issuer   string
 	Audience []string
@@ -298,7 +299,7 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 		m["tier"] = o.Tier
 	}
 	if o.Spatial != nil {
-		m["geo_scope"] = json.RawMessage(o.Spatial.raw)
+		m["geo_scope"] = o.Spatial // its canonical JSON
 	}
 	if o.Issuer != "" {
 		m["iss"] = o.Issuer

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -198,7 +199,7 @@ func TestSubjectsQualifiedBySeveralIssuers(t *testing.T) {
 }
 
 func TestMintHS256RoundTrip(t *testing.T) {
-	scope, _ := NewBBoxScope(13, 52, 14, 53)
+	scope, _ := spatial.NewBBox(13, 52, 14, 53)
 	tok, err := MintHS256([]byte(testSecret), MintOptions{Subject: "dev", Scopes: []string{ScopeTilesRead}, Tier: "gold", Spatial: scope, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)

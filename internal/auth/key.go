@@ -1,6 +1,10 @@
 package auth
 
-import "time"
+import (
+	"time"
+
+	"github.com/geogate/geogate/internal/spatial"
+)
 
 // Key is an API key as stored, without its secret.
 type Key struct {
@@ -9,7 +13,7 @@ type Key struct {
 	Notes     string
 	Scopes    []string
 	Tier      string
-	Spatial   *SpatialScope
+	Spatial   *spatial.Scope
 	CreatedAt time.Time
 	ExpiresAt *time.Time
 	RevokedAt *time.Time

@@ -9,41 +9,61 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/geogate/geogate/internal/config"
 )
+
+// Settings configure authentication; internal/config fills them.
+type Settings struct {
+	// AnonymousScopes are granted to requests without credentials.
+	AnonymousScopes []string
+	// KeyCacheTTL is how long a verified (or unknown) API key is
+	// remembered in process; a revocation takes effect within it.
+	KeyCacheTTL time.Duration
+	// KeyCacheSize bounds the number of remembered keys.
+	KeyCacheSize int
+	// LookupTimeout bounds one key lookup in the database.
+	LookupTimeout time.Duration
+	// JWTSecret is the HS256 shared secret; empty turns HS256 off.
+	JWTSecret string
+	// JWKSURL and JWKSFile name a JSON Web Key Set for RS256, ES256 and
+	// EdDSA tokens; at most one may be set.
+	JWKSURL  string
+	JWKSFile string
+	// JWKSRefresh is how often the key set is reloaded.
+	JWKSRefresh time.Duration
+	// Issuers and Audiences, when set, must match the iss and aud claims.
+	Issuers   []string
+	Audiences []string
+	// Leeway is the clock skew allowed on exp, nbf and iat.
+	Leeway time.Duration
+	// Algorithms is the allow-list of JWT algorithms; empty means every
+	// algorithm that a configured key can verify.
+	Algorithms []string
+}
 
 // Deps are what New builds an Authenticator from.
 type Deps struct {
 	// DB holds the api_keys table; nil refuses every API key.
-	DB *pgxpool.Pool
-	// LookupTimeout bounds one key lookup in DB.
-	LookupTimeout time.Duration
-	Log           *slog.Logger
+	DB  *pgxpool.Pool
+	Log *slog.Logger
 	// Registerer, if set, receives the auth metrics.
 	Registerer prometheus.Registerer
 }
 
-// New builds the Authenticator the configuration describes: API keys from
-// the database behind a KeyCache, bearer tokens with the HS256 secret
-// and/or a JWKS (loaded now, and refreshed until ctx ends).
-func New(ctx context.Context, cfg config.Auth, d Deps) (*Authenticator, error) {
-	log := d.Log
-	for _, s := range cfg.AnonymousScopes {
-		if !slices.Contains(AllScopes, s) {
-			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: unknown scope %q (known: %v, or none)", s, AllScopes)
+// New builds the Authenticator s describes: API keys from the database
+// behind a KeyCache, bearer tokens with the HS256 secret and/or a JWKS
+// (loaded now, and refreshed until ctx ends).
+func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
+	for _, sc := range s.AnonymousScopes {
+		if !slices.Contains(AllScopes, sc) {
+			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: unknown scope %q (known: %v, or none)", sc, AllScopes)
 		}
-	}
-	trusted, err := ParseTrustedProxies(cfg.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
 	}
 	var jwks *JWKS
 	switch {
-	case cfg.JWKSURL != "":
-		jwks = NewJWKSURL(cfg.JWKSURL, nil, cfg.JWKSRefresh, log)
-	case cfg.JWKSFile != "":
-		jwks = NewJWKSFile(cfg.JWKSFile, cfg.JWKSRefresh, log)
+	case s.JWKSURL != "":
+		jwks = NewJWKSURL(s.JWKSURL, nil, s.JWKSRefresh, d.Log)
+	case s.JWKSFile != "":
+		jwks = NewJWKSFile(s.JWKSFile, s.JWKSRefresh, d.Log)
 	}
 	if jwks != nil {
 		if err := jwks.Start(ctx); err != nil {
@@ -51,26 +71,25 @@ func New(ctx context.Context, cfg config.Auth, d Deps) (*Authenticator, error) {
 		}
 	}
 	tokens, err := NewTokenVerifier(TokenOptions{
-		HS256Secret: []byte(cfg.JWTSecret),
+		HS256Secret: []byte(s.JWTSecret),
 		JWKS:        jwks,
-		Issuers:     cfg.Issuers,
-		Audiences:   cfg.Audiences,
-		Leeway:      cfg.Leeway,
-		Algorithms:  cfg.Algorithms,
+		Issuers:     s.Issuers,
+		Audiences:   s.Audiences,
+		Leeway:      s.Leeway,
+		Algorithms:  s.Algorithms,
 	})
 	if err != nil {
 		return nil, err
 	}
 	var keys KeyVerifier
 	if d.DB != nil {
-		keys = NewKeyCache(NewStore(d.DB), cfg.KeyCacheTTL, cfg.KeyCacheSize)
+		keys = NewKeyCache(NewStore(d.DB), s.KeyCacheTTL, s.KeyCacheSize)
 	}
 	return NewAuthenticator(Options{
-		AnonymousScopes: cfg.AnonymousScopes,
-		Trusted:         trusted,
+		AnonymousScopes: s.AnonymousScopes,
 		Keys:            keys,
 		Tokens:          tokens,
-		Timeout:         d.LookupTimeout,
+		Timeout:         s.LookupTimeout,
 		Registerer:      d.Registerer,
 	}), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Store keeps API keys in PostgreSQL (table api_keys, migration 00002).
@@ -80,7 +81,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (string, error) {
 	}
 	var geo []byte
 	if o.Spatial != nil {
-		geo = o.Spatial.raw
+		geo, _ = o.Spatial.MarshalJSON()
 	}
 	q := insertKeySQL
 	if o.Replace {
@@ -168,7 +169,7 @@ func scanKey(row pgx.CollectableRow) (Key, error) {
 		k.Tier = *tier
 	}
 	if len(geo) > 0 {
-		sp, err := ParseSpatialScope(geo)
+		sp, err := spatial.Parse(geo)
 		if err != nil {
 			return Key{}, fmt.Errorf("key %s has a bad geo_scope: %w", k.ID, err)
 		}

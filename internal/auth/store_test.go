@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func mustCreate(t *testing.T, s *Store, o CreateOptions) string {
 func TestStore(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(testenv.DB(t))
-	scope, _ := ParseSpatialScope([]byte(`{"type":"Polygon","coordinates":[[[13,52],[14,52],[14,53],[13,53],[13,52]]]}`))
+	scope, _ := spatial.Parse([]byte(`{"type":"Polygon","coordinates":[[[13,52],[14,52],[14,53],[13,53],[13,52]]]}`))
 	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 
 	gen := mustCreate(t, s, CreateOptions{Key: Key{ID: "gen", Scopes: []string{ScopeTilesRead}, Tier: "gold", Spatial: scope, ExpiresAt: &exp, Notes: "n"}})
@@ -116,8 +117,8 @@ func (c *countingStore) ByHash(ctx context.Context, h [32]byte) (Key, error) {
 func TestAPIKeys(t *testing.T) {
 	s := NewStore(testenv.DB(t))
 	past := time.Now().Add(-time.Minute)
-	berlin, _ := NewBBoxScope(13, 52, 14, 53)
-	paris, _ := NewBBoxScope(2, 48, 3, 49)
+	berlin, _ := spatial.NewBBox(13, 52, 14, 53)
+	paris, _ := spatial.NewBBox(2, 48, 3, 49)
 	mustCreate(t, s, CreateOptions{Key: Key{ID: "demo", Scopes: AllScopes, Tier: "gold"}, Secret: "demo"})
 	mustCreate(t, s, CreateOptions{Key: Key{ID: "tiles", Scopes: []string{ScopeTilesRead}}, Secret: "tiles-secret"})
 	mustCreate(t, s, CreateOptions{Key: Key{ID: "old", Scopes: AllScopes, ExpiresAt: &past}, Secret: "old-secret"})

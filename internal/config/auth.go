@@ -1,47 +1,19 @@
 package config
 
 import (
-	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/httpx"
 )
 
-// Auth holds the settings of internal/auth: who may call, and how callers
-// prove it.
-type Auth struct {
-	// AnonymousScopes are granted to requests without credentials
-	// (AUTH_ANONYMOUS_SCOPES; "none" grants nothing).
-	AnonymousScopes []string
-	// TrustedProxies are CIDRs or addresses whose X-Forwarded-For and
-	// X-Real-IP headers are believed.
-	TrustedProxies []string
-	// KeyCacheTTL is how long a verified (or unknown) API key is remembered
-	// in process; a revoke takes effect within it.
-	KeyCacheTTL time.Duration
-	// KeyCacheSize bounds the number of remembered keys.
-	KeyCacheSize int
-	// JWTSecret is the HS256 shared secret; empty disables HS256.
-	JWTSecret string
-	// JWKSURL and JWKSFile name a JSON Web Key Set for RS256, ES256 and
-	// EdDSA tokens; at most one may be set.
-	JWKSURL  string
-	JWKSFile string
-	// JWKSRefresh is how often the key set is reloaded.
-	JWKSRefresh time.Duration
-	// Issuers and Audiences, when set, must match the iss and aud claims.
-	Issuers   []string
-	Audiences []string
-	// Leeway is the clock skew allowed on exp, nbf and iat.
-	Leeway time.Duration
-	// Algorithms is the allow-list of JWT algorithms; empty means every
-	// algorithm that a configured key can verify.
-	Algorithms []string
-}
-
-func loadAuth(r *reader) Auth {
-	a := Auth{
-		AnonymousScopes: r.list("AUTH_ANONYMOUS_SCOPES", []string{"proximity:read", "geofences:read", "tiles:read"}),
-		TrustedProxies:  r.list("TRUSTED_PROXIES", nil),
+// loadAuth reads the authentication settings; a key lookup is one query,
+// bounded like every other.
+func loadAuth(r *reader, db DB) auth.Settings {
+	a := auth.Settings{
+		AnonymousScopes: r.list("AUTH_ANONYMOUS_SCOPES", auth.ReadScopes),
+		LookupTimeout:   db.QueryTimeout,
 		KeyCacheTTL:     r.duration("API_KEY_CACHE_TTL", 5*time.Second),
 		KeyCacheSize:    r.integer("API_KEY_CACHE_SIZE", 10000, 16, 10_000_000),
 		JWTSecret:       r.str("JWT_HS256_SECRET", ""),
@@ -55,14 +27,6 @@ func loadAuth(r *reader) Auth {
 	}
 	if len(a.AnonymousScopes) == 1 && strings.EqualFold(a.AnonymousScopes[0], "none") {
 		a.AnonymousScopes = nil
-	}
-	for _, p := range a.TrustedProxies {
-		if _, err := netip.ParsePrefix(p); err == nil {
-			continue
-		}
-		if _, err := netip.ParseAddr(p); err != nil {
-			r.fail("TRUSTED_PROXIES", p, "not a CIDR (10.0.0.0/8) or an address")
-		}
 	}
 	if a.JWTSecret != "" && len(a.JWTSecret) < 32 {
 		r.fail("JWT_HS256_SECRET", "(hidden)", "must be at least 32 characters; generate one with: openssl rand -hex 32")
@@ -90,4 +54,19 @@ func loadAuth(r *reader) Auth {
 		}
 	}
 	return a
+}
+
+// loadTrustedProxies reads TRUSTED_PROXIES, the one list every reader of a
+// client address goes by.
+func loadTrustedProxies(r *reader) httpx.TrustedProxies {
+	var ok []string
+	for _, p := range r.list("TRUSTED_PROXIES", nil) {
+		if _, err := httpx.ParseTrustedProxies([]string{p}); err != nil {
+			r.fail("TRUSTED_PROXIES", p, "not a CIDR (10.0.0.0/8) or an address")
+			continue
+		}
+		ok = append(ok, p)
+	}
+	t, _ := httpx.ParseTrustedProxies(ok)
+	return t
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -34,8 +35,13 @@ func TestLoadAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Auth.AnonymousScopes != nil || len(c.Auth.TrustedProxies) != 2 {
-			t.Errorf("Auth = %+v, want no anonymous scopes and two proxies", c.Auth)
+		if c.Auth.AnonymousScopes != nil {
+			t.Errorf("Auth = %+v, want no anonymous scopes", c.Auth)
+		}
+		for addr, want := range map[string]bool{"10.1.2.3": true, "192.0.2.7": true, "192.0.2.8": false} {
+			if got := c.Server.TrustedProxies.Trusts(netip.MustParseAddr(addr)); got != want {
+				t.Errorf("TrustedProxies.Trusts(%s) = %v, want %v", addr, got, want)
+			}
 		}
 	})
 	for _, tc := range []struct {

@@ -1,32 +1,46 @@
-// Package config is geogate's one configuration struct, filled from the
-// environment (and flags in cmd/api) and validated once at start-up. The
-// README's settings table lists every variable read here.
+// Package config reads geogate's settings from the environment (and the
+// files it names), validates them once at start-up and fills the settings
+// types each package owns: auth.Settings, ratelimit policies,
+// geofence.Settings, tiles.Settings. No other package reads the
+// environment. docs/configuration.md lists every variable read here.
 package config
 
 import (
 	"errors"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/ratelimit"
+	"github.com/geogate/geogate/internal/tiles"
 )
 
-// Config is every setting of the service.
+// Config is every setting of the service and its commands.
 type Config struct {
-	Server    Server
-	DB        DB
-	Redis     Redis
-	Auth      Auth
-	RateLimit RateLimit
-	Geofence  Geofence
-	Tiles     Tiles
+	Server Server
+	DB     DB
+	Redis  Redis
+	Auth   auth.Settings
+	// RateLimit holds the named policies.
+	RateLimit map[string]ratelimit.Policy
+	Geofence  geofence.Settings
+	Tiles     tiles.Settings
 }
 
 // Server holds HTTP and process settings.
 type Server struct {
-	Port            int
-	LogLevel        string
+	// Port is the HTTP port; 0 picks a free one (logged at start).
+	Port     int
+	LogLevel string
+	// LogFormat is "text", "json" or "auto" (text when stderr is a
+	// terminal, JSON otherwise).
+	LogFormat       string
 	ReadTimeout     time.Duration
 	WriteTimeout    time.Duration
 	IdleTimeout     time.Duration
@@ -38,13 +52,19 @@ type Server struct {
 	// PprofAddr, when set, is the host:port of a separate listener
 	// serving net/http/pprof; empty means no profiling endpoint.
 	PprofAddr string
+	// TrustedProxies are the proxies whose X-Forwarded-For, X-Real-IP,
+	// X-Forwarded-Proto and X-Forwarded-Host headers are believed.
+	TrustedProxies httpx.TrustedProxies
 }
 
 // DB holds PostgreSQL settings.
 type DB struct {
-	URL            string
-	MaxConns       int
-	MinConns       int
+	URL      string
+	MaxConns int
+	MinConns int
+	// TileMaxConns bounds the pool tiles render on, apart from the one
+	// every other query uses.
+	TileMaxConns   int
 	AcquireTimeout time.Duration
 	QueryTimeout   time.Duration
 	// StatementTimeout is the server-side statement_timeout of the
@@ -67,14 +87,24 @@ type Redis struct {
 	Pipeline int
 }
 
-// Load reads every setting through getenv. The error names each bad
-// setting.
-func Load(getenv func(string) string) (Config, error) {
+// Need names a server a command cannot work without.
+type Need int
+
+// The servers a command may need.
+const (
+	NeedPostgres Need = iota + 1
+	NeedRedis
+)
+
+// Load reads every setting through getenv; the URLs of the servers in
+// needs are required. The error names each bad setting.
+func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	r := &reader{getenv: getenv}
 	var c Config
 	c.Server = Server{
-		Port:            r.integer("PORT", 8000, 1, 65535),
+		Port:            r.integer("PORT", 8000, 0, 65535),
 		LogLevel:        r.str("LOG_LEVEL", "info"),
+		LogFormat:       r.str("LOG_FORMAT", "auto"),
 		ReadTimeout:     r.duration("HTTP_READ_TIMEOUT", 15*time.Second),
 		WriteTimeout:    r.duration("HTTP_WRITE_TIMEOUT", 30*time.Second),
 		IdleTimeout:     r.duration("HTTP_IDLE_TIMEOUT", 120*time.Second),
@@ -93,17 +123,25 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		r.fail("LOG_LEVEL", c.Server.LogLevel, "must be debug, info, warn or error")
 	}
+	switch c.Server.LogFormat {
+	case "auto", "text", "json":
+	default:
+		r.fail("LOG_FORMAT", c.Server.LogFormat, "must be auto, text or json")
+	}
+	c.Server.TrustedProxies = loadTrustedProxies(r)
 	c.DB = DB{
 		URL:            r.str("DATABASE_URL", ""),
 		MaxConns:       r.integer("DB_MAX_CONNS", 20, 1, 1000),
 		MinConns:       r.integer("DB_MIN_CONNS", 5, 0, 1000),
+		TileMaxConns:   r.integer("TILES_DB_MAX_CONNS", 10, 1, 1000),
 		AcquireTimeout: r.duration("DB_ACQUIRE_TIMEOUT", time.Second),
 		QueryTimeout:   r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
 		MigrateOnStart: r.boolean("MIGRATE_ON_START", true),
 	}
-	if c.DB.URL == "" {
+	switch {
+	case c.DB.URL == "" && slices.Contains(needs, NeedPostgres):
 		r.fail("DATABASE_URL", "", "is required, for example postgres://user@localhost:5432/geogate")
-	} else {
+	case c.DB.URL != "":
 		r.urlWithScheme("DATABASE_URL", c.DB.URL, "postgres", "postgresql")
 	}
 	c.Redis = Redis{
@@ -111,15 +149,16 @@ func Load(getenv func(string) string) (Config, error) {
 		Timeout:  r.duration("REDIS_TIMEOUT", 250*time.Millisecond),
 		Pipeline: r.integer("REDIS_PIPELINE", 16, 1, 1024),
 	}
-	if c.Redis.URL == "" {
+	switch {
+	case c.Redis.URL == "" && slices.Contains(needs, NeedRedis):
 		r.fail("REDIS_URL", "", "is required, for example redis://localhost:6379/0")
-	} else {
+	case c.Redis.URL != "":
 		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel")
 	}
-	c.Auth = loadAuth(r)
+	c.Auth = loadAuth(r, c.DB)
 	c.RateLimit = loadRateLimit(r)
-	c.Geofence = loadGeofence(r)
-	c.Tiles = loadTiles(r)
+	c.Geofence = loadGeofence(r, c.DB)
+	c.Tiles = loadTiles(r, c.Redis)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))

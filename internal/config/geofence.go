@@ -3,43 +3,30 @@ package config
 import (
 	"regexp"
 	"strconv"
-)
 
-// Geofence holds the settings of internal/geofence: /within and the
-// geofence routes.
-type Geofence struct {
-	// Layers are the tables /within may search, by name. Each needs the
-	// columns id, name, properties and geom (SRID 4326).
-	Layers []string
-	// MaxRadius is the largest /within radius in metres.
-	MaxRadius int
-	// DefaultLimit and MaxLimit bound the page size of /within and of the
-	// geofence listing.
-	DefaultLimit int
-	MaxLimit     int
-	// MaxVertices bounds the vertices of one geofence.
-	MaxVertices int
-	// MaxBodyBytes bounds a geofence or batch request body.
-	MaxBodyBytes int
-	// MaxBatchPoints bounds the points of one POST /geofences/contains.
-	MaxBatchPoints int
-	// CursorKey signs paging cursors. Empty means a random key per start:
-	// cursors then stop working across restarts and between replicas.
-	CursorKey string
-}
+	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/openapi"
+)
 
 var layerName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-func loadGeofence(r *reader) Geofence {
-	g := Geofence{
-		Layers:         r.list("GEOFENCE_LAYERS", []string{"places", "geofences"}),
-		MaxRadius:      r.integer("GEOFENCE_MAX_RADIUS_M", 100_000, 1, 20_000_000),
-		DefaultLimit:   r.integer("GEOFENCE_DEFAULT_LIMIT", 100, 1, 10_000),
-		MaxLimit:       r.integer("GEOFENCE_MAX_LIMIT", 1000, 1, 10_000),
-		MaxVertices:    r.integer("GEOFENCE_MAX_VERTICES", 100_000, 4, 10_000_000),
-		MaxBodyBytes:   r.integer("GEOFENCE_MAX_BODY_BYTES", 5<<20, 1<<10, 1<<30),
-		MaxBatchPoints: r.integer("GEOFENCE_MAX_BATCH_POINTS", 1000, 1, 100_000),
-		CursorKey:      r.str("GEOFENCE_CURSOR_KEY", ""),
+// loadGeofence reads the settings of /within and the geofence routes;
+// their queries are bounded by the database timeouts.
+func loadGeofence(r *reader, db DB) geofence.Settings {
+	g := geofence.Settings{
+		Timeouts: geofence.Timeouts{QueryTimeout: db.QueryTimeout, AcquireTimeout: db.AcquireTimeout},
+		Rules: geofence.Rules{
+			Limits: openapi.Limits{
+				MaxRadius:      float64(r.integer("GEOFENCE_MAX_RADIUS_M", 100_000, 1, 20_000_000)),
+				DefaultLimit:   r.integer("GEOFENCE_DEFAULT_LIMIT", 100, 1, 10_000),
+				MaxLimit:       r.integer("GEOFENCE_MAX_LIMIT", 1000, 1, 10_000),
+				MaxBatchPoints: r.integer("GEOFENCE_MAX_BATCH_POINTS", 1000, 1, 100_000),
+			},
+			MaxVertices:  r.integer("GEOFENCE_MAX_VERTICES", 100_000, 4, 10_000_000),
+			MaxBodyBytes: r.integer("GEOFENCE_MAX_BODY_BYTES", 5<<20, 1<<10, 1<<30),
+		},
+		Layers:    r.list("GEOFENCE_LAYERS", []string{"places", "geofences"}),
+		CursorKey: r.str("GEOFENCE_CURSOR_KEY", ""),
 	}
 	for _, l := range g.Layers {
 		if !layerName.MatchString(l) {

@@ -5,59 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geogate/geogate/internal/tiles"
 )
-
-// Tiles holds the settings of internal/tiles.
-type Tiles struct {
-	// Layers are the tile layers served, in TILES_LAYERS order.
-	Layers []TileLayer
-	// Extent and Buffer are the MVT grid size and the buffer around each
-	// tile, in grid units.
-	Extent int
-	Buffer int
-	// Cache turns the Redis tile cache on; TTL is how long a tile lives.
-	Cache    bool
-	CacheTTL time.Duration
-	// MemoryCacheBytes of hot tiles are also kept in each process, in
-	// front of Redis; 0 keeps none.
-	MemoryCacheBytes int64
-	// VersionWindow is how long one read of a layer's shared version in
-	// Redis lets a replica serve that layer's tiles from memory without
-	// reading it again; every write through the API waits this long
-	// before it answers. 0 reads the version for every tile.
-	VersionWindow time.Duration
-	// CacheControl is the Cache-Control header of tile responses.
-	CacheControl string
-	// RenderTimeout bounds one tile query.
-	RenderTimeout time.Duration
-	// DBMaxConns bounds the connection pool tiles are rendered on, apart
-	// from the one every other query uses.
-	DBMaxConns int
-	// PublicURL, when set, is the base of URLs in TileJSON documents
-	// (https://maps.example.com); otherwise they come from the request.
-	PublicURL string
-}
-
-// TileLayer is one layer: a table with a geometry column in EPSG:4326.
-type TileLayer struct {
-	Name  string
-	Table string
-	Geom  string
-	ID    string
-	// Fields are the feature properties: a column name, or
-	// properties.key for a key of the jsonb column properties.
-	Fields  []string
-	MinZoom int
-	MaxZoom int
-	// ThinCells > 0 thins points below ThinMaxZoom: each tile is cut into
-	// ThinCells x ThinCells cells and keeps one point per cell, the one
-	// with the lowest Rank column value.
-	ThinCells   int
-	ThinMaxZoom int
-	Rank        string
-	// Simplify is the polygon simplification tolerance in grid units.
-	Simplify float64
-}
 
 var (
 	tileLayerName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
@@ -65,34 +15,22 @@ var (
 	jsonKey       = regexp.MustCompile(`^[A-Za-z0-9_]{1,63}$`)
 )
 
-var builtinTileLayers = map[string]TileLayer{
-	"places": {
-		Name: "places", Table: "places", Geom: "geom", ID: "id",
-		Fields:  []string{"name", "properties.country"},
-		MinZoom: 0, MaxZoom: 22, ThinCells: 64, ThinMaxZoom: 12, Rank: "id",
-	},
-	// The importer keeps the feature property it takes a fence's name from
-	// (--name-property, A3 for the demo countries) in name only, so that
-	// is the one field every fence is sure to have.
-	"geofences": {
-		Name: "geofences", Table: "geofences", Geom: "geom", ID: "id",
-		Fields:  []string{"name"},
-		MinZoom: 0, MaxZoom: 22, Simplify: 4, Rank: "id",
-	},
-}
-
-func loadTiles(r *reader) Tiles {
-	t := Tiles{
-		Extent:           r.integer("TILES_EXTENT", 4096, 256, 16384),
-		Buffer:           r.integer("TILES_BUFFER", 64, 0, 1024),
-		Cache:            r.boolean("TILES_CACHE", true),
-		CacheTTL:         r.duration("TILES_CACHE_TTL", 24*time.Hour),
-		MemoryCacheBytes: int64(r.integer("TILES_MEMORY_CACHE_MB", 64, 0, 1<<20)) << 20,
-		VersionWindow:    r.durationOrZero("TILES_VERSION_WINDOW", 5*time.Millisecond),
-		CacheControl:     r.str("TILES_CACHE_CONTROL", "public, max-age=60"),
-		RenderTimeout:    r.duration("TILES_RENDER_TIMEOUT", 10*time.Second),
-		DBMaxConns:       r.integer("TILES_DB_MAX_CONNS", 10, 1, 1000),
+// loadTiles reads the tile settings over tiles.DefaultSettings; cache
+// calls are bounded by the Redis timeout.
+func loadTiles(r *reader, rd Redis) tiles.Settings {
+	def := tiles.DefaultSettings()
+	t := tiles.Settings{
+		Extent:           r.integer("TILES_EXTENT", def.Extent, 256, 16384),
+		Buffer:           r.integer("TILES_BUFFER", def.Buffer, 0, 1024),
+		Cache:            r.boolean("TILES_CACHE", def.Cache),
+		CacheTTL:         r.duration("TILES_CACHE_TTL", def.CacheTTL),
+		MemoryCacheBytes: int64(r.integer("TILES_MEMORY_CACHE_MB", int(def.MemoryCacheBytes>>20), 0, 1<<20)) << 20,
+		VersionWindow:    r.durationOrZero("TILES_VERSION_WINDOW", def.VersionWindow),
+		CacheControl:     r.str("TILES_CACHE_CONTROL", def.CacheControl),
+		RenderTimeout:    r.duration("TILES_RENDER_TIMEOUT", def.RenderTimeout),
+		RedisTimeout:     rd.Timeout,
 		PublicURL:        strings.TrimRight(r.str("TILES_PUBLIC_URL", ""), "/"),
+		KeyPrefix:        def.KeyPrefix,
 	}
 	if t.VersionWindow > time.Second {
 		// Every write through the API waits the window out.
@@ -102,7 +40,11 @@ func loadTiles(r *reader) Tiles {
 		r.urlWithScheme("TILES_PUBLIC_URL", t.PublicURL, "http", "https")
 	}
 	seen := map[string]bool{}
-	for _, name := range r.list("TILES_LAYERS", []string{"places", "geofences"}) {
+	var names []string
+	for _, l := range def.Layers {
+		names = append(names, l.Name)
+	}
+	for _, name := range r.list("TILES_LAYERS", names) {
 		if !tileLayerName.MatchString(name) {
 			r.fail("TILES_LAYERS", name, "layer names are lower-case letters, digits and _")
 			continue
@@ -117,14 +59,11 @@ func loadTiles(r *reader) Tiles {
 	return t
 }
 
-// loadTileLayer reads TILES_<NAME>_* over the built-in defaults of name.
-func loadTileLayer(r *reader, name string) TileLayer {
-	def, ok := builtinTileLayers[name]
-	if !ok {
-		def = TileLayer{Name: name, Table: name, Geom: "geom", ID: "id", MaxZoom: 22, Rank: "id"}
-	}
+// loadTileLayer reads TILES_<NAME>_* over the defaults of layer name.
+func loadTileLayer(r *reader, name string) tiles.LayerSettings {
+	def := tiles.BuiltinLayer(name)
 	p := "TILES_" + strings.ToUpper(name) + "_"
-	l := TileLayer{
+	l := tiles.LayerSettings{
 		Name:        name,
 		Table:       r.str(p+"TABLE", def.Table),
 		Geom:        r.str(p+"GEOM", def.Geom),

@@ -13,29 +13,31 @@ func TestLoadTiles(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
-		want    func(Tiles) string // "" when the settings are right
+		want    func(Config) string // "" when the settings are right
 		wantErr []string
 	}{
-		{"Defaults", nil, func(c Tiles) string {
+		{"Defaults", nil, func(cfg Config) string {
+			c := cfg.Tiles
 			if len(c.Layers) != 2 || c.Layers[0].Name != "places" || c.Layers[1].Name != "geofences" || !c.Cache || c.Extent != 4096 {
 				return "want places and geofences, cache on, extent 4096"
 			}
 			if c.VersionWindow != 5*time.Millisecond {
 				return "want a version window of 5ms"
 			}
-			if c.DBMaxConns != 10 {
+			if cfg.DB.TileMaxConns != 10 {
 				return "want a tile pool of 10 connections"
 			}
 			return cmp.Diff([]string{"name", "properties.country"}, c.Layers[0].Fields)
 		}, nil},
-		{"VersionWindowOff", map[string]string{"TILES_VERSION_WINDOW": "0"}, func(c Tiles) string {
+		{"VersionWindowOff", map[string]string{"TILES_VERSION_WINDOW": "0"}, func(cfg Config) string {
+			c := cfg.Tiles
 			if c.VersionWindow != 0 {
 				return "want the version window off"
 			}
 			return ""
 		}, nil},
-		{"TilePool", map[string]string{"TILES_DB_MAX_CONNS": "3"}, func(c Tiles) string {
-			if c.DBMaxConns != 3 {
+		{"TilePool", map[string]string{"TILES_DB_MAX_CONNS": "3"}, func(cfg Config) string {
+			if cfg.DB.TileMaxConns != 3 {
 				return "want a tile pool of 3 connections"
 			}
 			return ""
@@ -51,7 +53,8 @@ func TestLoadTiles(t *testing.T) {
 			"TILES_PLACES_RANK":    "importance",
 			"TILES_CACHE_TTL":      "10m",
 			"TILES_PUBLIC_URL":     "https://maps.example.com/",
-		}, func(c Tiles) string {
+		}, func(cfg Config) string {
+			c := cfg.Tiles
 			r := c.Layers[1]
 			if r.Table != "roads" || r.MaxZoom != 16 || r.Simplify != 2.5 || r.ThinCells != 0 || c.Layers[0].Rank != "importance" {
 				return "roads layer or places rank not as configured"
@@ -94,7 +97,7 @@ func TestLoadTiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load() error = %v", err)
 			}
-			if msg := tt.want(c.Tiles); msg != "" {
+			if msg := tt.want(c); msg != "" {
 				t.Errorf("Load().Tiles = %+v: %s", c.Tiles, msg)
 			}
 		})

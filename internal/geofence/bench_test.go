@@ -26,7 +26,7 @@ func benchPool(b *testing.B) *pgxpool.Pool {
 }
 
 func BenchmarkWithinHandler(b *testing.B) {
-	_, h := newRawService(b, benchPool(b), testLimits)
+	_, h := newRawService(b, benchPool(b), testTimeouts)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -41,7 +41,7 @@ func BenchmarkWithinHandler(b *testing.B) {
 
 func BenchmarkWithinSQL(b *testing.B) {
 	pool := benchPool(b)
-	svc, _ := newRawService(b, pool, testLimits)
+	svc, _ := newRawService(b, pool, testTimeouts)
 	sql, args, _ := svc.WithinSQL(WithinQuery{Layer: "places", Lng: 2.35, Lat: 48.85, Radius: 1000, Limit: 100})
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

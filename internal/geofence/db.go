@@ -13,74 +13,41 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 )
 
-// cancelGrace is how long a query may outlive its deadline while the
-// server processes the cancel request, before the driver gives up on the
-// connection (a hung or unreachable server).
-const cancelGrace = 2 * time.Second
-
-// Limits bound every database call of the package.
-type Limits struct {
+// Timeouts bound every database call of the package.
+type Timeouts struct {
 	// QueryTimeout bounds one call, waiting for a connection included.
 	QueryTimeout time.Duration
 	// AcquireTimeout bounds the wait for a free pool connection.
 	AcquireTimeout time.Duration
 }
 
-// db runs queries under Limits. It is the only code that touches the pool.
+// db runs queries under Timeouts. It is the only code that touches the pool.
 type db struct {
-	pool   *pgxpool.Pool
-	limits Limits
+	pool     *pgxpool.Pool
+	timeouts Timeouts
 }
 
 // do runs fn on a pooled connection. The wait for a connection is bounded
 // by AcquireTimeout (then apperr.Unavailable) and the whole call by
 // QueryTimeout (then apperr.Timeout). When ctx ends first (the client went
-// away) or the deadline passes, the running statement is cancelled inside
-// PostgreSQL with a cancel request, so the server stops working on it and
-// the connection, still healthy, goes back to the pool.
+// away) or the deadline passes, the pool's connections cancel the running
+// statement inside PostgreSQL (see pg.Open).
 func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
-	qctx, cancel := context.WithTimeout(ctx, d.limits.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, d.timeouts.QueryTimeout)
 	defer cancel()
 	conn, err := d.acquire(qctx)
 	if err != nil {
 		return d.classify(ctx, qctx, err)
 	}
-	// The driver gets a context that ends only after the grace period:
-	// ending it at the deadline would make pgx drop the connection and
-	// leave the statement running in the server.
-	pctx, pcancel := context.WithTimeout(context.WithoutCancel(qctx), d.limits.QueryTimeout+cancelGrace)
-	defer pcancel()
-	pgc := conn.Conn().PgConn()
-	sent := make(chan struct{})
-	stop := context.AfterFunc(qctx, func() {
-		defer close(sent)
-		cctx, ccancel := context.WithTimeout(context.Background(), cancelGrace)
-		defer ccancel()
-		_ = pgc.CancelRequest(cctx)
-	})
-	err = fn(pctx, conn)
-	if stop() {
-		conn.Release()
-	} else {
-		// The deadline passed or the client left: a cancel request went
-		// out. If the statement did not end by it, the request could still
-		// reach the server and hit the next statement on this connection,
-		// so the connection is closed instead of reused.
-		<-sent
-		if isQueryCanceled(err) {
-			conn.Release()
-		} else {
-			conn.Hijack().Close(context.Background()) //nolint:errcheck
-		}
-	}
-	if err != nil {
+	defer conn.Release()
+	if err := fn(qctx, conn); err != nil {
 		return d.classify(ctx, qctx, err)
 	}
 	return nil
 }
 
 func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	actx, cancel := context.WithTimeout(ctx, d.limits.AcquireTimeout)
+	actx, cancel := context.WithTimeout(ctx, d.timeouts.AcquireTimeout)
 	defer cancel()
 	conn, err := d.pool.Acquire(actx)
 	if err != nil && actx.Err() != nil && ctx.Err() == nil && !isConnectErr(err) {
@@ -99,7 +66,7 @@ func (d *db) classify(ctx, qctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err() // the client went away, or its own deadline passed
 	case qctx.Err() != nil || isQueryCanceled(err) || pgconn.Timeout(err):
-		return apperr.Wrap(apperr.Timeout, "The query took longer than "+d.limits.QueryTimeout.String()+" and was cancelled.", err)
+		return apperr.Wrap(apperr.Timeout, "The query took longer than "+d.timeouts.QueryTimeout.String()+" and was cancelled.", err)
 	case isConnectErr(err):
 		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
 	}

@@ -3,8 +3,6 @@ package geofence
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -27,12 +25,9 @@ func slowDB(t *testing.T, sleep time.Duration) (admin *pgxpool.Pool, one *pgxpoo
 	mustExec(t, admin, "INSERT INTO places (name, geom) VALUES ('p', ST_SetSRID(ST_MakePoint(1, 1), 4326))")
 	mustExec(t, admin, fmt.Sprintf(`CREATE VIEW slow_places AS
 		SELECT p.* FROM places p, LATERAL (SELECT pg_sleep(%g)) s`, sleep.Seconds()))
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	one, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	// Opened as the service opens its pools: the cancellation of a
+	// statement whose context ends is set up there.
+	one, err := pg.Open(context.Background(), url, pg.Options{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +72,7 @@ func waitNoSleepers(t *testing.T, admin *pgxpool.Pool, within time.Duration) {
 func TestQueryDeadlineCancelsInServer(t *testing.T) {
 	t.Parallel()
 	admin, one := slowDB(t, 5*time.Second)
-	_, h := newTestService(t, one, Limits{QueryTimeout: 300 * time.Millisecond, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 300 * time.Millisecond, AcquireTimeout: time.Second}, "slow_places")
 	pid := backendPID(t, one)
 
 	start := time.Now()
@@ -101,7 +96,7 @@ func TestQueryDeadlineCancelsInServer(t *testing.T) {
 func TestPoolExhaustedIs503(t *testing.T) {
 	t.Parallel()
 	_, one := slowDB(t, 0)
-	_, h := newTestService(t, one, Limits{QueryTimeout: 5 * time.Second, AcquireTimeout: 200 * time.Millisecond})
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 5 * time.Second, AcquireTimeout: 200 * time.Millisecond})
 	held, err := one.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +119,7 @@ func TestPoolExhaustedIs503(t *testing.T) {
 func TestClientDisconnectCancelsQuery(t *testing.T) {
 	t.Parallel()
 	admin, one := slowDB(t, 10*time.Second)
-	_, h := newTestService(t, one, Limits{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -153,10 +148,8 @@ func TestDatabaseDownIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc := &Service{db: db{pool: pool, limits: testLimits}, layers: map[string]layer{"places": {name: "places", within: withinSQL("places")}}, names: []string{"places"}}
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	Register(r, svc, Options{Rules: testRules})
-	h := contract.Wrap(t, r, testDocLimits)
+	svc := &Service{db: db{pool: pool, timeouts: testTimeouts}, layers: map[string]layer{"places": {name: "places", within: withinSQL("places")}}, names: []string{"places"}}
+	h := contract.Wrap(t, testRouter(svc, testRules, nil), testRules.Limits)
 	for _, target := range []string{"/within?lng=1&lat=1&radius=10", "/geofences/1", "/geofences/contains?lng=1&lat=1"} {
 		code, body := do(t, h, "GET", target, "")
 		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "unavailable") {
@@ -168,7 +161,7 @@ func TestDatabaseDownIs503(t *testing.T) {
 func TestRecoversFromLostConnections(t *testing.T) {
 	t.Parallel()
 	admin, one := slowDB(t, 0)
-	_, h := newTestService(t, one, testLimits)
+	_, h := newTestService(t, one, testTimeouts)
 	backendPID(t, one) // open the connection
 	// Terminate every connection of the service, as a server restart would.
 	mustExec(t, admin, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity

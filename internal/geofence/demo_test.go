@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -16,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -56,17 +53,13 @@ func readCities(t *testing.T) []city {
 func demoRouter(t *testing.T) (*Service, http.Handler) {
 	t.Helper()
 	pool := testenv.DemoDB(t)
-	svc, err := New(context.Background(), pool, Settings{Limits: testLimits, Layers: []string{"places", "geofences"}})
+	svc, err := New(context.Background(), pool, Settings{Timeouts: testTimeouts, Layers: []string{"places", "geofences"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	rules := testRules
 	rules.MaxRadius = 3_000_000
-	Register(r, svc, Options{Rules: rules})
-	l := testDocLimits
-	l.MaxRadius = rules.MaxRadius
-	return svc, contract.Wrap(t, r, l)
+	return svc, contract.Wrap(t, testRouter(svc, rules, nil), rules.Limits)
 }
 
 func cityKey(name string, lng, lat float64) string {
@@ -276,7 +269,7 @@ func TestDemoCountryContainment(t *testing.T) {
 func TestDemoWithinPlan(t *testing.T) {
 	t.Parallel()
 	pool := testenv.DemoDB(t)
-	svc, err := New(context.Background(), pool, Settings{Limits: testLimits, Layers: []string{"places"}})
+	svc, err := New(context.Background(), pool, Settings{Timeouts: testTimeouts, Layers: []string{"places"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

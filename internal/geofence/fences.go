@@ -139,6 +139,7 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 		return Feature{}, errFenceNotFound
 	}
 	f.ID = *id
+	s.committed(ctx)
 	return f, nil
 }
 
@@ -165,10 +166,14 @@ func (s *Service) DeleteFence(ctx context.Context, id int64, scope []byte) error
 		n = tag.RowsAffected()
 		return err
 	})
-	if err == nil && n == 0 {
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
 		return errFenceNotFound
 	}
-	return err
+	s.committed(ctx)
+	return nil
 }
 
 // BBox is a lng/lat envelope; West > East means it crosses the

@@ -4,21 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
-	geom "github.com/twpayne/go-geom"
-	"github.com/twpayne/go-geom/encoding/wkb"
 
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 type featureJSON struct {
@@ -34,7 +29,7 @@ type featureJSON struct {
 func TestFenceLifecycle(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 
 	body := `{"type":"Feature","properties":{"name":"Depot","zone":"A","tags":["x"]},
 		"geometry":{"type":"Polygon","coordinates":` + square(10, 10, 1) + `}}`
@@ -139,7 +134,7 @@ func containsIDs(t *testing.T, h http.Handler, lng, lat float64) []int64 {
 func TestContainsSemantics(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	var a, b, hole int64
 	for _, f := range []struct {
 		id  *int64
@@ -217,7 +212,7 @@ func TestContainsSemantics(t *testing.T) {
 func TestListFences(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	// Ten fences along the equator at lng -175, -140, ..., 140, 175.
 	var ids []int64
 	for i := range 11 {
@@ -257,7 +252,7 @@ func TestListFences(t *testing.T) {
 func TestListFencesByShape(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	ids := map[string]int64{}
 	for _, f := range []struct{ name, wkt string }{
 		// An L at the origin: arms along x (y 0..2) and y (x 0..2); its
@@ -305,14 +300,12 @@ func TestListFencesByShape(t *testing.T) {
 func TestSpatialScopeOnFences(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	svc, _ := newTestService(t, pool, testLimits)
-	scope, err := wkb.Marshal(geom.NewPolygon(geom.XY).MustSetCoords([][]geom.Coord{{{0, 0}, {10, 0}, {10, 10}, {0, 10}, {0, 0}}}), wkb.NDR)
+	svc, _ := newTestService(t, pool, testTimeouts)
+	scope, err := spatial.NewBBox(0, 0, 10, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	Register(r, svc, Options{Rules: testRules, Scope: func(*gin.Context) []byte { return scope }})
-	h := contract.Wrap(t, r, testDocLimits)
+	h := contract.Wrap(t, testRouter(svc, testRules, scope), testRules.Limits)
 	ids := map[string]int64{}
 	for name, env := range map[string]string{"inside": "1, 1, 2, 2", "outside": "20, 20, 21, 21", "straddling": "9, 9, 11, 11"} {
 		var id int64

@@ -28,8 +28,8 @@ type fuzzServer struct {
 
 func newFuzzServer(f *testing.F, pool *pgxpool.Pool) *fuzzServer {
 	f.Helper()
-	_, h := newRawService(f, pool, testLimits)
-	data, err := openapi.JSON(testDocLimits)
+	_, h := newRawService(f, pool, testTimeouts)
+	data, err := openapi.JSON(testRules.Limits)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -13,13 +13,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Settings configure a Service.
+// Settings configure a Service and its Handler; internal/config fills
+// them.
 type Settings struct {
-	Limits
+	Timeouts
+	Rules
 	// Layers are the tables /within may search. Each needs the columns
 	// id (bigint), name (text), properties (jsonb) and geom (a 4326
 	// geometry), and a GiST index on (geom::geography) to be fast.
 	Layers []string
+	// CursorKey signs paging cursors. Empty means a random key per start:
+	// cursors then stop working across restarts and between replicas.
+	CursorKey string
 }
 
 // Service is the proximity and geofence capability.
@@ -27,6 +32,8 @@ type Service struct {
 	db     db
 	layers map[string]layer
 	names  []string
+	// committed runs after every write that changed a fence.
+	committed func(context.Context)
 }
 
 // layer holds the /within statement of one table, built once at start from
@@ -37,9 +44,15 @@ type layer struct {
 }
 
 // New checks that every configured layer exists with the columns /within
-// reads, and returns the Service.
-func New(ctx context.Context, pool *pgxpool.Pool, s Settings) (*Service, error) {
-	svc := &Service{db: db{pool: pool, limits: s.Limits}, layers: map[string]layer{}}
+// reads, and returns the Service. committed, when not nil, runs after
+// every write that changed a fence, once its transaction has committed
+// and before the write returns: the tile cache retires the layer's tiles
+// there.
+func New(ctx context.Context, pool *pgxpool.Pool, s Settings, committed func(context.Context)) (*Service, error) {
+	if committed == nil {
+		committed = func(context.Context) {}
+	}
+	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts}, layers: map[string]layer{}, committed: committed}
 	for _, name := range s.Layers {
 		if err := checkLayer(ctx, pool, name); err != nil {
 			return nil, err
@@ -49,9 +62,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, s Settings) (*Service, error) 
 	}
 	return svc, nil
 }
-
-// Layers returns the names of the configured layers.
-func (s *Service) Layers() []string { return append([]string(nil), s.names...) }
 
 const layerColumnsSQL = `
 SELECT coalesce(array_agg(a.attname::text ORDER BY a.attname), '{}')

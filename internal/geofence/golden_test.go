@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func TestGoldenShapes(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	insertPlaces(t, pool, []place{{"Alpha", 10, 10}, {"Beta", 10.001, 10}, {"Gamma", 10.002, 10.001}})
 	mustExec(t, pool, `INSERT INTO geofences (name, properties, geom)
 		VALUES ('Square', '{"zone":"A"}', ST_Multi(ST_MakeEnvelope(9.99, 9.99, 10.01, 10.01, 4326)))`)

@@ -18,49 +18,56 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
 var testRules = Rules{
-	MaxRadius:      100_000,
-	DefaultLimit:   100,
-	MaxLimit:       1000,
-	MaxVertices:    100_000,
-	MaxBodyBytes:   5 << 20,
-	MaxBatchPoints: 1000,
+	Limits:       openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
+	MaxVertices:  100_000,
+	MaxBodyBytes: 5 << 20,
 }
 
-var testLimits = Limits{QueryTimeout: 5 * time.Second, AcquireTimeout: 2 * time.Second}
+var testTimeouts = Timeouts{QueryTimeout: 5 * time.Second, AcquireTimeout: 2 * time.Second}
 
 // newTestService returns a Service over pool with the built-in layers
 // plus extra ones, and a handler with its routes whose every exchange is
 // checked against the OpenAPI document (with testRules' limits) when the
 // test ends.
-func newTestService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, http.Handler) {
+func newTestService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts, extraLayers ...string) (*Service, http.Handler) {
 	t.Helper()
-	svc, r := newRawService(t, pool, limits, extraLayers...)
-	return svc, contract.Wrap(t, r, testDocLimits)
-}
-
-// testDocLimits are testRules as the document states them.
-var testDocLimits = openapi.Limits{
-	MaxRadius:      testRules.MaxRadius,
-	DefaultLimit:   testRules.DefaultLimit,
-	MaxLimit:       testRules.MaxLimit,
-	MaxBatchPoints: testRules.MaxBatchPoints,
+	svc, r := newRawService(t, pool, timeouts, extraLayers...)
+	return svc, contract.Wrap(t, r, testRules.Limits)
 }
 
 // newRawService is newTestService without the contract check, for
 // benchmarks and fuzz targets, which check what they need per input.
-func newRawService(t testing.TB, pool *pgxpool.Pool, limits Limits, extraLayers ...string) (*Service, *gin.Engine) {
+func newRawService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts, extraLayers ...string) (*Service, *gin.Engine) {
 	t.Helper()
-	svc, err := New(context.Background(), pool, Settings{Limits: limits, Layers: append([]string{"places", "geofences"}, extraLayers...)})
+	svc, err := New(context.Background(), pool, Settings{Timeouts: timeouts, Layers: append([]string{"places", "geofences"}, extraLayers...)}, nil)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	Register(r, svc, Options{Rules: testRules, Cursors: NewCursors("test-key-0123456789")})
-	return svc, r
+	return svc, testRouter(svc, testRules, nil)
+}
+
+// testRouter serves the package's routes over svc, as cmd/api does but
+// without authentication or rate limits, for callers confined to the
+// spatial scope scope (nil: the whole world).
+func testRouter(svc *Service, rules Rules, scope *spatial.Scope) *gin.Engine {
+	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, func(context.Context) *spatial.Scope { return scope })
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, httpx.TrustedProxies{})
+	r.GET("/within", h.Within)
+	r.GET("/geofences", h.List)
+	r.POST("/geofences", h.Create)
+	r.GET("/geofences/contains", h.Contains)
+	r.POST("/geofences/contains", h.ContainsBatch)
+	r.PUT("/geofences/contains", httpx.MethodNotAllowed("GET, POST"))
+	r.DELETE("/geofences/contains", httpx.MethodNotAllowed("GET, POST"))
+	r.GET("/geofences/:id", h.Get)
+	r.PUT("/geofences/:id", h.Update)
+	r.DELETE("/geofences/:id", h.Delete)
+	return r
 }
 
 // mustExec runs SQL on pool or fails the test.

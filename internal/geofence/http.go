@@ -2,6 +2,7 @@ package geofence
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,90 +12,62 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	geom "github.com/twpayne/go-geom"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
-// Options configure the routes Register adds.
-type Options struct {
-	Rules
-	// Cursors signs paging cursors; nil means a random key per start.
-	Cursors *Cursors
-	// Within, Read and Write run before the handlers of /within, of the
-	// geofence reads (including containment) and of the geofence writes:
-	// authentication, scopes, rate limits.
-	Within, Read, Write []gin.HandlerFunc
-	// CheckCircle, when set, may refuse a search circle (a point has radius
-	// 0) for the caller, for example outside its spatial scope; its error
-	// goes through httpx.Abort.
-	CheckCircle func(c *gin.Context, lng, lat, radiusM float64) error
-	// CheckGeometry, when set, may refuse a geofence geometry to be written.
-	CheckGeometry func(c *gin.Context, g geom.T) error
-	// Scope, when set, returns the caller's spatial scope as a WKB
-	// (Multi)Polygon in EPSG:4326, nil for the whole world. Reads then see
-	// only the fences meeting it, and updates and deletes find only those
-	// wholly inside it (others are 404s, so that their existence does not
-	// leak).
-	Scope func(c *gin.Context) []byte
+// Handler serves /within and the geofence routes: it parses and checks
+// each request, holds it to the caller's spatial scope and answers from the
+// Service.
+type Handler struct {
+	svc     *Service
+	rules   Rules
+	cursors *Cursors
+	scope   func(context.Context) *spatial.Scope
 }
 
-type handler struct {
-	svc *Service
-	o   Options
-}
-
-// Register adds the proximity and geofence routes to r.
-func Register(r gin.IRouter, svc *Service, o Options) {
-	if o.Cursors == nil {
-		o.Cursors = NewCursors("")
+// NewHandler returns the HTTP handlers of svc under the rules and cursor
+// key of s. scope returns the caller's spatial scope (nil: the whole
+// world); nil scope means every caller may reach everything.
+func NewHandler(svc *Service, s Settings, scope func(context.Context) *spatial.Scope) *Handler {
+	if scope == nil {
+		scope = func(context.Context) *spatial.Scope { return nil }
 	}
-	h := &handler{svc: svc, o: o}
-	with := func(mw []gin.HandlerFunc, fn gin.HandlerFunc) []gin.HandlerFunc {
-		return append(append([]gin.HandlerFunc{}, mw...), fn)
-	}
-	r.GET("/within", with(o.Within, h.within)...)
-	r.GET("/geofences", with(o.Read, h.list)...)
-	r.POST("/geofences", with(o.Write, h.create)...)
-	r.GET("/geofences/contains", with(o.Read, h.contains)...)
-	r.POST("/geofences/contains", with(o.Read, h.containsBatch)...)
-	r.GET("/geofences/:id", with(o.Read, h.get)...)
-	r.PUT("/geofences/:id", append([]gin.HandlerFunc{notContains}, with(o.Write, h.update)...)...)
-	r.DELETE("/geofences/:id", append([]gin.HandlerFunc{notContains}, with(o.Write, h.delete)...)...)
+	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), scope: scope}
 }
 
-// notContains answers PUT and DELETE /geofences/contains with a 405, as
-// the router does for any other method a route lacks, before credentials
-// are checked: /geofences/contains is a route of its own (GET, POST), not
-// a fence whose id is "contains".
-func notContains(c *gin.Context) {
-	if c.Param("id") == "contains" {
-		c.Header("Allow", "GET, POST")
-		httpx.AbortStatus(c, http.StatusMethodNotAllowed, "Method Not Allowed")
-	}
-}
+// Errors of a request that reaches outside the caller's spatial scope.
+var (
+	errCircleOutsideScope   = apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope: the whole circle must lie inside it.")
+	errGeometryOutsideScope = apperr.New(apperr.Forbidden, "The geometry leaves your spatial scope: all of it must lie inside.")
+)
 
-// ParseRadius returns the radius parameter of a /within request and
-// whether it is valid (finite, above 0, at most maxRadius metres), for a
-// rate-limit cost computed before the handler runs. The handler rejects an
-// invalid radius with a 422 itself.
-func ParseRadius(c *gin.Context, maxRadius float64) (float64, bool) {
+// WithinCost is the rate-limit cost of a /within request, RadiusCost of
+// its radius; an invalid radius costs 1 (the handler then refuses it with
+// a 422).
+func (h *Handler) WithinCost(c *gin.Context) int {
 	errs := &apperr.ValidationError{}
-	return radius(c.Request.URL.Query(), Rules{MaxRadius: maxRadius}, errs)
+	if m, ok := radius(c.Request.URL.Query(), h.rules, errs); ok {
+		return RadiusCost(m)
+	}
+	return 1
 }
 
 const geoJSON = "application/geo+json"
 
-func (h *handler) within(c *gin.Context) {
-	q, err := parseWithin(c.Request.URL.Query(), h.o.Rules, h.svc.names)
+// Within serves GET /within: the features of a layer within a radius of a
+// point, nearest first, paged by cursor.
+func (h *Handler) Within(c *gin.Context) {
+	q, err := parseWithin(c.Request.URL.Query(), h.rules, h.svc.names)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
 	scope := withinScope(q.WithinQuery)
 	if q.Cursor != "" {
-		pos, err := h.o.Cursors.Decode(scope, q.Cursor)
+		pos, err := h.cursors.Decode(scope, q.Cursor)
 		if err != nil {
 			httpx.Abort(c, badCursor())
 			return
@@ -111,7 +84,7 @@ func (h *handler) within(c *gin.Context) {
 	}
 	next := ""
 	if page.Next != nil {
-		next = h.o.Cursors.Encode(scope, *page.Next)
+		next = h.cursors.Encode(scope, *page.Next)
 	}
 	c.Data(http.StatusOK, geoJSON, collection(page.Features, true, nextLink(c.Request.URL, next)))
 }
@@ -120,19 +93,14 @@ func badCursor() error {
 	return apperr.InvalidField("Invalid or expired cursor: use the link of a previous page of the same query.", "value_error", "query", "cursor")
 }
 
-func (h *handler) scope(c *gin.Context) []byte {
-	if h.o.Scope == nil {
-		return nil
-	}
-	return h.o.Scope(c)
-}
+// scopeWKB is the caller's spatial scope as WKB, nil for the world.
+func (h *Handler) scopeWKB(c *gin.Context) []byte { return h.scope(c.Request.Context()).WKB() }
 
-func (h *handler) check(c *gin.Context, lng, lat, r float64) bool {
-	if h.o.CheckCircle == nil {
-		return true
-	}
-	if err := h.o.CheckCircle(c, lng, lat, r); err != nil {
-		httpx.Abort(c, err)
+// check refuses, with a 403, a circle (a point has radius 0) that leaves
+// the caller's spatial scope.
+func (h *Handler) check(c *gin.Context, lng, lat, r float64) bool {
+	if !h.scope(c.Request.Context()).ContainsCircle(lng, lat, r) {
+		httpx.Abort(c, errCircleOutsideScope)
 		return false
 	}
 	return true
@@ -149,22 +117,24 @@ func nextLink(u *url.URL, cursor string) string {
 	return u.Path + "?" + q.Encode()
 }
 
-func (h *handler) list(c *gin.Context) {
-	q, err := parseList(c.Request.URL.Query(), h.o.Rules)
+// List serves GET /geofences: a page of fences by id, optionally only
+// those meeting a bbox.
+func (h *Handler) List(c *gin.Context) {
+	q, err := parseList(c.Request.URL.Query(), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
 	scope := listScope(q.ListQuery)
 	if q.Cursor != "" {
-		pos, err := h.o.Cursors.Decode(scope, q.Cursor)
+		pos, err := h.cursors.Decode(scope, q.Cursor)
 		if err != nil {
 			httpx.Abort(c, badCursor())
 			return
 		}
 		q.AfterID = pos.ID
 	}
-	q.Scope = h.scope(c)
+	q.Scope = h.scopeWKB(c)
 	fs, more, err := h.svc.ListFences(c.Request.Context(), q.ListQuery)
 	if err != nil {
 		httpx.Abort(c, err)
@@ -172,18 +142,19 @@ func (h *handler) list(c *gin.Context) {
 	}
 	next := ""
 	if more {
-		next = h.o.Cursors.Encode(scope, Position{ID: fs[len(fs)-1].ID})
+		next = h.cursors.Encode(scope, Position{ID: fs[len(fs)-1].ID})
 	}
 	c.Data(http.StatusOK, geoJSON, collection(fs, false, nextLink(c.Request.URL, next)))
 }
 
-func (h *handler) get(c *gin.Context) {
+// Get serves GET /geofences/{id}.
+func (h *Handler) Get(c *gin.Context) {
 	id, err := parseID(c.Param("id"))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	f, err := h.svc.GetFence(c.Request.Context(), id, h.scope(c))
+	f, err := h.svc.GetFence(c.Request.Context(), id, h.scopeWKB(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -191,7 +162,8 @@ func (h *handler) get(c *gin.Context) {
 	c.Data(http.StatusOK, geoJSON, appendFeature(nil, f, false))
 }
 
-func (h *handler) create(c *gin.Context) {
+// Create serves POST /geofences.
+func (h *Handler) Create(c *gin.Context) {
 	in, ok := h.readFence(c)
 	if !ok {
 		return
@@ -205,7 +177,8 @@ func (h *handler) create(c *gin.Context) {
 	c.Data(http.StatusCreated, geoJSON, appendFeature(nil, f, false))
 }
 
-func (h *handler) update(c *gin.Context) {
+// Update serves PUT /geofences/{id}.
+func (h *Handler) Update(c *gin.Context) {
 	id, err := parseID(c.Param("id"))
 	if err != nil {
 		httpx.Abort(c, err)
@@ -215,7 +188,7 @@ func (h *handler) update(c *gin.Context) {
 	if !ok {
 		return
 	}
-	f, err := h.svc.UpdateFence(c.Request.Context(), id, in, h.scope(c))
+	f, err := h.svc.UpdateFence(c.Request.Context(), id, in, h.scopeWKB(c))
 	if err != nil {
 		abortWrite(c, err)
 		return
@@ -223,13 +196,14 @@ func (h *handler) update(c *gin.Context) {
 	c.Data(http.StatusOK, geoJSON, appendFeature(nil, f, false))
 }
 
-func (h *handler) delete(c *gin.Context) {
+// Delete serves DELETE /geofences/{id}.
+func (h *Handler) Delete(c *gin.Context) {
 	id, err := parseID(c.Param("id"))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	if err := h.svc.DeleteFence(c.Request.Context(), id, h.scope(c)); err != nil {
+	if err := h.svc.DeleteFence(c.Request.Context(), id, h.scopeWKB(c)); err != nil {
 		httpx.Abort(c, err)
 		return
 	}
@@ -237,22 +211,20 @@ func (h *handler) delete(c *gin.Context) {
 }
 
 // readFence reads and checks a geofence body, or ends the request.
-func (h *handler) readFence(c *gin.Context) (FenceInput, bool) {
-	body, err := readBody(c, h.o.MaxBodyBytes)
+func (h *Handler) readFence(c *gin.Context) (FenceInput, bool) {
+	body, err := readBody(c, h.rules.MaxBodyBytes)
 	if err != nil {
 		httpx.Abort(c, err)
 		return FenceInput{}, false
 	}
-	in, g, err := parseFence(body, h.o.Rules)
+	in, g, err := parseFence(body, h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return FenceInput{}, false
 	}
-	if h.o.CheckGeometry != nil {
-		if err := h.o.CheckGeometry(c, g); err != nil {
-			httpx.Abort(c, err)
-			return FenceInput{}, false
-		}
+	if !h.scope(c.Request.Context()).ContainsGeometry(g) {
+		httpx.Abort(c, errGeometryOutsideScope)
+		return FenceInput{}, false
 	}
 	return in, true
 }
@@ -283,7 +255,8 @@ func readBody(c *gin.Context, limit int) ([]byte, error) {
 	return b, nil
 }
 
-func (h *handler) contains(c *gin.Context) {
+// Contains serves GET /geofences/contains: the fences holding a point.
+func (h *Handler) Contains(c *gin.Context) {
 	p, err := parsePoint(c.Request.URL.Query())
 	if err != nil {
 		httpx.Abort(c, err)
@@ -309,13 +282,15 @@ func (h *handler) contains(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", append(b, "]}"...))
 }
 
-func (h *handler) containsBatch(c *gin.Context) {
-	body, err := readBody(c, h.o.MaxBodyBytes)
+// ContainsBatch serves POST /geofences/contains: for each point of a
+// batch, the ids of the fences holding it.
+func (h *Handler) ContainsBatch(c *gin.Context) {
+	body, err := readBody(c, h.rules.MaxBodyBytes)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	pts, err := parseBatch(body, h.o.Rules)
+	pts, err := parseBatch(body, h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return

@@ -9,20 +9,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/openapi"
 )
 
 // Rules are the request limits the HTTP layer enforces.
 type Rules struct {
-	// MaxRadius is the largest /within radius, in metres.
-	MaxRadius float64
-	// DefaultLimit and MaxLimit bound page sizes.
-	DefaultLimit, MaxLimit int
+	// Limits are the bounds the API description states too: the largest
+	// /within radius, the default and largest page size and the largest
+	// containment batch.
+	openapi.Limits
 	// MaxVertices bounds the vertices of one geofence.
 	MaxVertices int
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int
-	// MaxBatchPoints bounds a POST /geofences/contains batch.
-	MaxBatchPoints int
 }
 
 const (

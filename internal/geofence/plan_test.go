@@ -36,7 +36,7 @@ func (n planNode) walk(fn func(planNode)) {
 func TestWithinPlanUsesIndexWithoutSortingEveryMatch(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	svc, _ := newTestService(t, pool, testLimits)
+	svc, _ := newTestService(t, pool, testTimeouts)
 	mustExec(t, pool, `INSERT INTO places (name, geom)
 		SELECT 'p' || i, ST_SetSRID(ST_MakePoint(2.35 + (random() - 0.5) * 0.8, 48.85 + (random() - 0.5) * 0.5), 4326)
 		FROM generate_series(1, 20000) i`)

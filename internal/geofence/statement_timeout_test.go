@@ -27,7 +27,7 @@ func TestServerStatementTimeoutIs504(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(one.Close)
-	_, h := newTestService(t, one, Limits{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
 	pid := backendPID(t, one)
 
 	start := time.Now()

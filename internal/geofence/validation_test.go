@@ -34,7 +34,7 @@ func bigRing(n int) string {
 func TestValidation(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	within := "/within?lng=1&lat=2&radius=100"
 	tests := []struct {
 		name         string
@@ -188,7 +188,7 @@ func TestValidation(t *testing.T) {
 func TestValidationReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	code, body := do(t, h, "GET", "/within?lng=x&lat=100&radius=-1&limit=0&layer=nope", "")
 	if code != 422 {
 		t.Fatalf("code = %d, want 422", code)
@@ -206,7 +206,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 func TestSelfIntersectionReason(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	code, body := do(t, h, "POST", "/geofences", fenceJSON(`{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}`))
 	want := `Invalid geometry: Self-intersection[1 1].`
 	if code != 422 || !strings.Contains(string(body), want) {
@@ -230,7 +230,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 // contract check, which would have to read the failing body itself.
 func TestUnreadableBody(t *testing.T) {
 	t.Parallel()
-	_, h := newRawService(t, newDB(t), testLimits)
+	_, h := newRawService(t, newDB(t), testTimeouts)
 	for _, tc := range []struct{ method, path string }{
 		{"POST", "/geofences"},
 		{"PUT", "/geofences/1"},

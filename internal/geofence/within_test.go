@@ -115,7 +115,7 @@ func allPages(t *testing.T, h http.Handler, target string) (ids []int64, dists [
 func TestWithinMatchesGeodesicComputation(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	// A grid around Paris with repeated positions, so that ties by id and
 	// paging across equal distances are exercised.
 	var ps []place
@@ -149,7 +149,7 @@ func TestWithinMatchesGeodesicComputation(t *testing.T) {
 func TestWithinDistancesAreSpheroidal(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	ps := []place{
 		{"Longyearbyen", 15.65, 78.22},
 		{"north", 0, 89.95},
@@ -183,7 +183,7 @@ func sign(f float64) float64 {
 func TestWithinWhereMapsBreak(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	ps := []place{
 		{"east of the antimeridian", 179.95, -16.5},
 		{"west of the antimeridian", -179.95, -16.5},
@@ -229,7 +229,7 @@ func TestWithinWhereMapsBreak(t *testing.T) {
 func TestWithinRadiusBoundaryToTheCentimetre(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	ps := []place{{"target", 13.4, 52.52}}
 	insertPlaces(t, pool, ps)
 	for _, c := range []struct{ lng, lat float64 }{{13.5, 52.6}, {13.1, 52.1}, {13.4, 53.4}} {
@@ -249,7 +249,7 @@ func TestWithinRadiusBoundaryToTheCentimetre(t *testing.T) {
 func TestWithinProperties(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	mustExec(t, pool, `INSERT INTO places (name, properties, geom) VALUES
 		('A', '{"country":"FR","pop":12,"name":"shadowed","distance_m":-1}', ST_SetSRID(ST_MakePoint(2.35, 48.85), 4326))`)
 	tests := []struct {
@@ -278,7 +278,7 @@ func TestWithinProperties(t *testing.T) {
 func TestWithinCursors(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	insertPlaces(t, pool, []place{{"a", 10, 10}, {"b", 10.001, 10}, {"c", 10.002, 10}})
 	first := getCollection(t, h, withinURL(10, 10, 1000, "limit=1"))
 	next := first.next()
@@ -320,7 +320,7 @@ func TestWithinCursors(t *testing.T) {
 func TestWithinPolygonLayer(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
-	_, h := newTestService(t, pool, testLimits)
+	_, h := newTestService(t, pool, testTimeouts)
 	mustExec(t, pool, `INSERT INTO geofences (name, geom) VALUES
 		('square', ST_Multi(ST_MakeEnvelope(10, 10, 11, 11, 4326)))`)
 	tests := []struct {
@@ -363,7 +363,7 @@ func TestWithinLayerWithNulls(t *testing.T) {
 	insertPlaces(t, pool, []place{{"a", 1, 1}})
 	mustExec(t, pool, `CREATE VIEW bare_places AS
 		SELECT id, NULL::text AS name, NULL::jsonb AS properties, geom FROM places`)
-	_, h := newTestService(t, pool, testLimits, "bare_places")
+	_, h := newTestService(t, pool, testTimeouts, "bare_places")
 	c := getCollection(t, h, withinURL(1, 1, 10, "layer=bare_places&properties=x"))
 	if len(c.Features) != 1 || c.Features[0].Properties["name"] != "" {
 		t.Errorf("features = %+v, want one with an empty name", c.Features)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -14,56 +15,61 @@ import (
 // Check reports whether one dependency answers.
 type Check func(ctx context.Context) error
 
-// Register adds /healthz and /readyz. Each check gets timeout to answer.
-// While draining reports true (the process is shutting down), /readyz is
-// 503 whatever the checks say, so that load balancers stop sending new
+// Handler answers the health routes.
+type Handler struct {
+	timeout  time.Duration
+	checks   map[string]Check
+	names    []string
+	draining func() bool
+}
+
+// New returns the health handlers. Each check gets timeout to answer.
+// While draining reports true (the process is shutting down), Ready is 503
+// whatever the checks say, so that load balancers stop sending new
 // requests before the listener closes. draining may be nil.
-func Register(r gin.IRouter, timeout time.Duration, checks map[string]Check, draining func() bool) {
+func New(timeout time.Duration, checks map[string]Check, draining func() bool) *Handler {
 	names := make([]string, 0, len(checks))
 	for n := range checks {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-
-	r.GET("/healthz", func(c *gin.Context) {
-		c.JSON(http.StatusOK, gin.H{"status": "ok"})
-	})
-	r.GET("/readyz", func(c *gin.Context) {
-		if draining != nil && draining() {
-			c.JSON(http.StatusServiceUnavailable, gin.H{"detail": "Not ready: shutting down."})
-			return
-		}
-		status := map[string]string{}
-		var failing []string
-		for _, n := range names {
-			ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
-			err := checks[n](ctx)
-			cancel()
-			if err != nil {
-				status[n] = "unavailable"
-				failing = append(failing, n)
-				continue
-			}
-			status[n] = "ok"
-		}
-		if len(failing) > 0 {
-			c.JSON(http.StatusServiceUnavailable, gin.H{
-				"detail": "Not ready: " + joinNames(failing) + " unavailable.",
-				"checks": status,
-			})
-			return
-		}
-		c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": status})
-	})
+	if draining == nil {
+		draining = func() bool { return false }
+	}
+	return &Handler{timeout: timeout, checks: checks, names: names, draining: draining}
 }
 
-func joinNames(ns []string) string {
-	out := ""
-	for i, n := range ns {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
+// Live serves /healthz: 200 while the process runs.
+func (h *Handler) Live(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// Ready serves /readyz: 200 when every dependency answers, else 503
+// naming those that do not.
+func (h *Handler) Ready(c *gin.Context) {
+	if h.draining() {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"detail": "Not ready: shutting down."})
+		return
 	}
-	return out
+	status := map[string]string{}
+	var failing []string
+	for _, n := range h.names {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), h.timeout)
+		err := h.checks[n](ctx)
+		cancel()
+		if err != nil {
+			status[n] = "unavailable"
+			failing = append(failing, n)
+			continue
+		}
+		status[n] = "ok"
+	}
+	if len(failing) > 0 {
+		c.JSON(http.StatusServiceUnavailable, gin.H{
+			"detail": "Not ready: " + strings.Join(failing, ", ") + " unavailable.",
+			"checks": status,
+		})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": status})
 }

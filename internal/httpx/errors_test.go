@@ -59,7 +59,7 @@ func serveOnce(t *testing.T, r *gin.Engine, method, path string) (*httptest.Resp
 
 func TestRouterErrorBodies(t *testing.T) {
 	var logs strings.Builder
-	r := NewRouter(newTestLogger(&logs), nil)
+	r := NewRouter(newTestLogger(&logs), nil, TrustedProxies{})
 	r.GET("/boom", func(c *gin.Context) { panic("secret internal state") })
 	r.GET("/sql", func(c *gin.Context) { Abort(c, errors.New("pq: relation \"places\" does not exist")) })
 	r.GET("/ok", func(c *gin.Context) { c.JSON(200, gin.H{"ok": true}) })
@@ -94,7 +94,7 @@ func TestRouterErrorBodies(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
-	r := NewRouter(newTestLogger(&strings.Builder{}), nil)
+	r := NewRouter(newTestLogger(&strings.Builder{}), nil, TrustedProxies{})
 	r.GET("/ok", func(c *gin.Context) { c.Status(http.StatusNoContent) })
 	tests := []struct {
 		name, in string

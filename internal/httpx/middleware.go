@@ -70,7 +70,7 @@ func AccessLog() gin.HandlerFunc {
 			"status", c.Writer.Status(),
 			"dur_ms", float64(time.Since(start).Microseconds())/1000,
 			"bytes", c.Writer.Size(),
-			"client", c.ClientIP(),
+			"client", ClientOf(c.Request).Addr.String(),
 		)
 	}
 }

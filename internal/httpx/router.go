@@ -8,20 +8,20 @@ import (
 )
 
 // NewRouter returns a Gin engine with geogate's defaults: FastAPI-shaped
-// 404 and 405 bodies, request ids, access logs, metrics and panic recovery.
-// metrics may be nil.
-func NewRouter(log *slog.Logger, metrics *Metrics) *gin.Engine {
+// 404 and 405 bodies, client addresses resolved through trusted, request
+// ids, access logs, metrics and panic recovery. metrics may be nil.
+func NewRouter(log *slog.Logger, metrics *Metrics, trusted TrustedProxies) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.ContextWithFallback = true
-	// Client addresses come from the connection until trusted proxies are
-	// configured; never from headers a client can invent.
+	// Gin's own ClientIP is never asked; ClientAddress is the one
+	// resolver, and Gin is told to trust no header.
 	_ = r.SetTrustedProxies(nil)
 
-	r.Use(RequestID(log), AccessLog(), SecurityHeaders())
+	r.Use(ClientAddress(trusted), RequestID(log), AccessLog(), SecurityHeaders())
 	if metrics != nil {
 		r.Use(metrics.Middleware())
 	}
@@ -34,4 +34,15 @@ func NewRouter(log *slog.Logger, metrics *Metrics) *gin.Engine {
 		AbortStatus(c, http.StatusMethodNotAllowed, "Method Not Allowed")
 	})
 	return r
+}
+
+// MethodNotAllowed answers 405 naming allow in the Allow header, as the
+// router does for a method a path lacks; for a path that a parameter route
+// would otherwise take (PUT /geofences/contains is no fence called
+// "contains").
+func MethodNotAllowed(allow string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Header("Allow", allow)
+		AbortStatus(c, http.StatusMethodNotAllowed, "Method Not Allowed")
+	}
 }

@@ -27,7 +27,7 @@ func TestCORS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewRouter(newTestLogger(&strings.Builder{}), nil)
+			r := NewRouter(newTestLogger(&strings.Builder{}), nil, TrustedProxies{})
 			r.Use(CORS(tt.origins, []string{"RateLimit"}))
 			r.GET("/x", func(c *gin.Context) { c.Status(200) })
 			req := httptest.NewRequest("GET", "/x", nil)
@@ -49,7 +49,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
-	r := NewRouter(newTestLogger(&strings.Builder{}), nil)
+	r := NewRouter(newTestLogger(&strings.Builder{}), nil, TrustedProxies{})
 	r.GET("/x", func(c *gin.Context) { c.Status(http.StatusOK) })
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, httptest.NewRequest("GET", "/x", nil))

@@ -51,7 +51,7 @@ func readLayer(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) []stored 
 
 func importString(t *testing.T, pool *pgxpool.Pool, input string, o importer.Options) (importer.Result, error) {
 	t.Helper()
-	in, err := importer.NewInput(strings.NewReader(input))
+	in, err := importer.Open("-", strings.NewReader(input)) // as "api import -" reads stdin
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,6 @@ func Open(path string, stdin io.Reader) (*Input, error) {
 	return wrap(f, size, close)
 }
 
-// NewInput wraps an already open reader; it detects gzip like Open.
-func NewInput(r io.Reader) (*Input, error) {
-	return wrap(r, -1, func() error { return nil })
-}
-
 func wrap(f io.Reader, size int64, close func() error) (*Input, error) {
 	cr := &countingReader{r: f}
 	br := bufio.NewReaderSize(cr, 256<<10)

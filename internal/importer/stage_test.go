@@ -290,7 +290,7 @@ func TestImportConcurrentReplaces(t *testing.T) {
 	errs := make([]error, len(inputs))
 	for i, input := range inputs {
 		wg.Go(func() {
-			in, err := importer.NewInput(strings.NewReader(input))
+			in, err := importer.Open("-", strings.NewReader(input)) // as "api import -" reads stdin
 			if err != nil {
 				errs[i] = err
 				return

@@ -26,41 +26,45 @@ const PageContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-
 	"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; " +
 	"base-uri 'self'; form-action 'none'; frame-ancestors 'none'"
 
-// Routes the documentation UI serves. They are not part of the API
-// description, as in FastAPI; /openapi.json is.
-const (
-	DocsPath   = "/docs"
-	RedocPath  = "/redoc"
-	AssetsPath = "/docs/assets/*filepath"
-	SpecPath   = "/openapi.json"
-)
-
-// Register serves the document, with limits l, on /openapi.json, Swagger
-// UI on /docs, ReDoc on /redoc and their assets under /docs/assets/. It errs
-// when the embedded document does not parse.
-func Register(r gin.IRouter, l Limits) error {
-	doc, err := JSON(l)
-	if err != nil {
-		return err
-	}
-	spec := newAsset(doc, "application/json")
-	r.GET(SpecPath, func(c *gin.Context) { spec.serve(c, "no-cache") })
-	r.GET(DocsPath, page("assets/docs.html"))
-	r.GET(RedocPath, page("assets/redoc.html"))
-	r.GET(AssetsPath, serveAsset)
-	return nil
+// Docs serves the API description and the interactive documentation.
+type Docs struct {
+	spec         *asset
+	swagger, doc *asset
 }
 
-func page(name string) gin.HandlerFunc {
+// New returns the documentation handlers for the document with limits l.
+// It errs when the embedded document does not parse.
+func New(l Limits) (*Docs, error) {
+	doc, err := JSON(l)
+	if err != nil {
+		return nil, err
+	}
+	return &Docs{spec: newAsset(doc, "application/json"), swagger: page("assets/docs.html"), doc: page("assets/redoc.html")}, nil
+}
+
+// Spec serves the document as JSON (/openapi.json).
+func (d *Docs) Spec(c *gin.Context) { d.spec.serve(c, "no-cache") }
+
+// SwaggerUI serves the interactive documentation (/docs).
+func (d *Docs) SwaggerUI(c *gin.Context) { servePage(c, d.swagger) }
+
+// Redoc serves the reference documentation (/redoc).
+func (d *Docs) Redoc(c *gin.Context) { servePage(c, d.doc) }
+
+// Asset serves the pages' scripts and styles (/docs/assets/*filepath).
+func (d *Docs) Asset(c *gin.Context) { serveAsset(c) }
+
+func page(name string) *asset {
 	b, err := fs.ReadFile(assets, name)
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
-	a := newAsset(b, "text/html; charset=utf-8")
-	return func(c *gin.Context) {
-		c.Header("Content-Security-Policy", PageContentSecurityPolicy)
-		a.serve(c, "no-cache")
-	}
+	return newAsset(b, "text/html; charset=utf-8")
+}
+
+func servePage(c *gin.Context, a *asset) {
+	c.Header("Content-Security-Policy", PageContentSecurityPolicy)
+	a.serve(c, "no-cache")
 }
 
 var (

@@ -21,10 +21,15 @@ import (
 
 func newRouter(t *testing.T) *gin.Engine {
 	t.Helper()
-	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
-	if err := openapi.Register(r, openapi.Limits{}); err != nil {
-		t.Fatalf("Register() = %v", err)
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil, httpx.TrustedProxies{})
+	d, err := openapi.New(openapi.Limits{})
+	if err != nil {
+		t.Fatalf("New() = %v", err)
 	}
+	r.GET("/openapi.json", d.Spec)
+	r.GET("/docs", d.SwaggerUI)
+	r.GET("/redoc", d.Redoc)
+	r.GET("/docs/assets/*filepath", d.Asset)
 	return r
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -39,16 +41,27 @@ type Options struct {
 	GenericPlans bool
 }
 
+// cancelGrace is how long a statement may run on after its context ends
+// while the server handles the cancel request; past it the driver gives
+// the connection up (a hung or unreachable server).
+const cancelGrace = 2 * time.Second
+
 // WarmPostGIS makes a new server process load PostGIS and set up its
 // spheroid arithmetic.
 const WarmPostGIS = "SELECT ST_Distance('POINT(0 0)'::geography, 'POINT(1 1)'::geography, true)"
 
 // Open connects to url and checks that the database answers before ctx
 // ends. The error says which part failed and never includes a password.
+//
+// On every connection of the pool, a statement whose context ends (its
+// deadline passed, or the client went away) is cancelled inside
+// PostgreSQL with a cancel request, so the server stops working on it and
+// the connection, still healthy, goes back to the pool; only a server that
+// does not answer the cancel within cancelGrace costs the connection.
 func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL is malformed: %w", scrub(err))
+		return nil, fmt.Errorf("DATABASE_URL is malformed: %w", err)
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
@@ -68,6 +81,9 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if o.GenericPlans {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
 	if o.Warm != "" {
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 			_, _ = c.Exec(ctx, o.Warm)
@@ -79,15 +95,11 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("database: %w", scrub(err))
+		return nil, fmt.Errorf("database: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("database at %s:%d is unreachable: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, scrub(err))
+		return nil, fmt.Errorf("database at %s:%d is unreachable: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return pool, nil
 }
-
-// scrub drops nothing today but is the one place to strip secrets from
-// driver errors; pgx already redacts passwords in its messages.
-func scrub(err error) error { return err }

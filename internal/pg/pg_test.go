@@ -195,3 +195,56 @@ func TestGenericPlansPlanOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedContextCancelsInServer: on every pool Open makes, whatever its
+// options, a statement whose context ends (a deadline, a client that went
+// away) stops inside PostgreSQL, and its connection, still healthy, goes
+// back to the pool.
+func TestEndedContextCancelsInServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		o    pg.Options
+	}{
+		{"Serving", pg.Options{MaxConns: 1, AppName: "cancel-serving", StatementTimeout: time.Minute, Warm: pg.WarmPostGIS}},
+		{"GenericPlans", pg.Options{MaxConns: 1, AppName: "cancel-tiles", GenericPlans: true}},
+		{"Bare", pg.Options{MaxConns: 1, AppName: "cancel-bare"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool := open(t, tc.o)
+			var pid int
+			if err := pool.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			for _, end := range []string{"deadline", "cancel"} {
+				ctx, cancel := endIn(end, 200*time.Millisecond)
+				start := time.Now()
+				_, err := pool.Exec(ctx, "SELECT pg_sleep(30)")
+				cancel()
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "57014" {
+					t.Errorf("%s: Exec(pg_sleep(30)) = %v, want the statement cancelled in the server (57014)", end, err)
+				}
+				if took := time.Since(start); took > 5*time.Second {
+					t.Errorf("%s: the statement ended %v after its context, want well under the grace", end, took)
+				}
+				var got int
+				if err := pool.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&got); err != nil || got != pid {
+					t.Errorf("%s: the next statement ran on backend %d (%v), want the same connection %d back in the pool", end, got, err, pid)
+				}
+			}
+		})
+	}
+}
+
+// endIn returns a context that ends after d: by its deadline, or for
+// "cancel" by a cancel, as when a client hangs up.
+func endIn(how string, d time.Duration) (context.Context, context.CancelFunc) {
+	if how == "deadline" {
+		return context.WithTimeout(context.Background(), d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(d, cancel)
+	return ctx, cancel
+}

@@ -64,12 +64,12 @@ func checkModes(t *testing.T, l *Limiter, id string) {
 			t.Fatalf("closed #%d: err = %v, want Unavailable", i, err)
 		}
 	}
-	rel, ok, err := l.Acquire(ctx, "fail-local", id)
+	rel, ok, err := l.acquire(ctx, "fail-local", id)
 	if err != nil || !ok {
 		t.Fatalf("local Acquire = %v, %v", ok, err)
 	}
 	rel()
-	if _, _, err := l.Acquire(ctx, "fail-closed", id); apperr.KindOf(err) != apperr.Unavailable {
+	if _, _, err := l.acquire(ctx, "fail-closed", id); apperr.KindOf(err) != apperr.Unavailable {
 		t.Fatalf("closed Acquire err = %v, want Unavailable", err)
 	}
 }

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,52 +8,36 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
-// MiddlewareOption adjusts Middleware.
-type MiddlewareOption func(*middleware)
+// Caller names who a request is limited as: the identity it is counted
+// under and the tier whose overrides apply. The identity becomes part of a
+// Redis key as it is, so it must be short, printable and never a
+// credential (auth.Identity.LimitKey gives such a name).
+type Caller func(r *http.Request) (identity, tier string)
 
-// WithTier selects per-tier overrides by the tier name tier returns.
-func WithTier(tier func(*gin.Context) string) MiddlewareOption {
-	return func(m *middleware) { m.tier = tier }
-}
-
-type middleware struct {
-	tier func(*gin.Context) string
-}
-
-// Middleware limits a route by policy, like a FastAPI dependency. identity
-// names who is limited: the name becomes part of a Redis key, so it must
-// never be a credential (auth.LimitKey gives "key:<key id>", never the
-// secret). A request it names "" is limited by its connection's address
-// ("ip:<address>"), never by a header a client could invent. cost prices
-// the request (nil: 1). Every response it lets through carries the
-// RateLimit headers; a request over the limit ends with 429, one that Redis
-// cannot decide under a fail-closed policy with 503. When the policy caps
-// concurrency, the request also holds an in-flight slot until the handler
-// returns. It panics when policy is not configured or identity is nil:
-// routes are wired at start-up.
-func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, cost func(*gin.Context) int, opts ...MiddlewareOption) gin.HandlerFunc {
+// Middleware limits a route by policy, like a FastAPI dependency: cost
+// prices the request (nil: 1) and caller names who is charged. Every
+// response it lets through carries the RateLimit headers; a request over
+// the limit ends with 429, one that Redis cannot decide under a fail-closed
+// policy with 503. When the policy caps concurrency, the request also
+// holds an in-flight slot until the handler returns. It panics when policy
+// is not configured or caller is nil: routes are wired at start-up.
+func (l *Limiter) Middleware(policy string, cost func(*gin.Context) int, caller Caller) gin.HandlerFunc {
 	if _, ok := l.policies[policy]; !ok {
 		panic(fmt.Sprintf("ratelimit: Middleware: unknown policy %q", policy))
 	}
-	if identity == nil {
-		panic(fmt.Sprintf("ratelimit: Middleware: policy %q: nil identity", policy))
-	}
-	var m middleware
-	for _, o := range opts {
-		o(&m)
+	if caller == nil {
+		panic(fmt.Sprintf("ratelimit: Middleware: policy %q: nil caller", policy))
 	}
 	return func(c *gin.Context) {
-		r := Request{Policy: policy, Identity: identity(c), Cost: 1}
+		n := 1
 		if cost != nil {
-			r.Cost = cost(c)
+			n = cost(c)
 		}
-		if m.tier != nil {
-			r.Tier = m.tier(c)
-		}
-		release, ok := l.Admit(c, r)
+		release, ok := l.Admit(c, policy, n, caller)
 		if !ok {
 			return
 		}
@@ -63,64 +46,48 @@ func (l *Limiter) Middleware(policy string, identity func(*gin.Context) string, 
 	}
 }
 
-// Admit decides r for the request c as Middleware does, for handlers that
-// charge only some requests. When r's policy caps concurrency it first
-// takes an in-flight slot, so a request refused for concurrency (429 naming
-// "<policy>-concurrency") spends none of the rate budget; then it checks r
-// and writes the RateLimit headers. It returns ok when the request may
-// proceed, with a release to call once the request has been answered (more
-// calls do nothing); otherwise the answer (429, or the error's status) is
-// written and release is nil. An empty r.Identity is the connection's
-// address ("ip:<address>").
-func (l *Limiter) Admit(c *gin.Context, r Request) (release func(), ok bool) {
-	if r.Identity == "" {
-		r.Identity = "ip:" + c.RemoteIP()
-	}
-	release, ok, err := l.Acquire(c.Request.Context(), r.Policy, r.Identity)
+// Admit decides a request of cost units under policy as Middleware does,
+// for handlers that charge only some requests. When the policy caps
+// concurrency it first takes an in-flight slot, so a request refused for
+// concurrency (429 naming "<policy>-concurrency") spends none of the rate
+// budget; then it decides the request and writes the RateLimit headers. It
+// returns ok when the request may proceed, with a release to call once the
+// request has been answered (more calls do nothing); otherwise the answer
+// (429, or the error's status) is written and release is nil.
+func (l *Limiter) Admit(c *gin.Context, policy string, cost int, caller Caller) (release func(), ok bool) {
+	identity, tier := caller(c.Request)
+	ctx := c.Request.Context()
+	release, ok, err := l.acquire(ctx, policy, identity)
 	if err != nil {
 		httpx.Abort(c, err)
 		return nil, false
 	}
 	if !ok {
 		c.Header("Retry-After", "1")
-		writeProblem(c, Problem{
-			Detail:           "Too many requests in flight at once.",
-			ViolatedPolicies: []string{r.Policy + "-concurrency"},
-		})
+		httpx.Abort(c, apperr.Limited("Too many requests in flight at once.", policy+"-concurrency"))
 		return nil, false
 	}
-	d, err := l.Check(c.Request.Context(), r)
+	d, err := l.Check(ctx, Request{Policy: policy, Identity: identity, Tier: tier, Cost: cost})
 	if err != nil {
 		release()
 		httpx.Abort(c, err)
 		return nil, false
 	}
-	if !Respond(c, d) {
+	writeHeaders(c.Writer.Header(), d)
+	if !d.Allowed {
 		release()
+		httpx.Abort(c, d.refusal())
 		return nil, false
 	}
 	return release, true
 }
 
-// Respond writes d's headers and, when d does not allow the request, ends
-// it with 429. It reports whether the request may proceed. Handlers that
-// call Check themselves finish with it; Admit does both, and also applies
-// the policy's concurrency cap.
-func Respond(c *gin.Context, d Decision) bool {
-	WriteHeaders(c.Writer.Header(), d)
-	if d.Allowed {
-		return true
-	}
-	Reject(c, d)
-	return false
-}
-
-// WriteHeaders sets the rate-limit fields for d: the IETF draft's
+// writeHeaders sets the rate-limit fields for d: the IETF draft's
 // RateLimit-Policy and RateLimit lists (one item per window), the older
 // RateLimit-Limit, -Remaining and -Reset of the window closest to
 // exhaustion, and Retry-After when d is a rejection that can succeed later.
 // Reset values are whole seconds, rounded up.
-func WriteHeaders(h http.Header, d Decision) {
+func writeHeaders(h http.Header, d Decision) {
 	t, ok := d.tightest()
 	if !ok {
 		return
@@ -142,49 +109,18 @@ func WriteHeaders(h http.Header, d Decision) {
 	}
 }
 
-// Problem is the 429 body: an RFC 9457 problem document whose detail also
-// gives it FastAPI's {"detail": ...} shape.
-type Problem struct {
-	Type             string   `json:"type"`
-	Title            string   `json:"title"`
-	Status           int      `json:"status"`
-	Detail           string   `json:"detail"`
-	ViolatedPolicies []string `json:"violated-policies"`
-}
-
-// Reject ends the request with 429 and the problem document for d.
-func Reject(c *gin.Context, d Decision) {
-	p := Problem{Detail: "Rate limit exceeded.", ViolatedPolicies: d.Violated()}
+// refusal is the error a refused request ends with: a 429 naming the
+// windows that refused it, which says so when no wait can help.
+func (d Decision) refusal() error {
+	msg := "Rate limit exceeded."
 	if d.Impossible {
 		for _, w := range d.Windows {
 			if d.Cost > w.Limit {
-				p.Detail = fmt.Sprintf("Rate limit exceeded: this request costs %d units but policy %q allows at most %d per %s, so it can never be admitted; make it cheaper.",
+				msg = fmt.Sprintf("Rate limit exceeded: this request costs %d units but policy %q allows at most %d per %s, so it can never be admitted; make it cheaper.",
 					d.Cost, w.Name, w.Limit, formatPeriod(w.Period))
 				break
 			}
 		}
 	}
-	writeProblem(c, p)
-}
-
-func writeProblem(c *gin.Context, p Problem) {
-	p.Type = "https://iana.org/assignments/http-problem-types#quota-exceeded"
-	p.Title = "Too Many Requests"
-	p.Status = http.StatusTooManyRequests
-	body, _ := json.Marshal(p)
-	c.Abort()
-	c.Data(http.StatusTooManyRequests, "application/problem+json", body)
-}
-
-// RadiusCostFrom prices a request by RadiusCost of its query parameter
-// param, in meters; a missing or malformed value costs 1 (the handler's
-// validation answers it).
-func RadiusCostFrom(param string) func(*gin.Context) int {
-	return func(c *gin.Context) int {
-		v, err := strconv.ParseFloat(c.Query(param), 64)
-		if err != nil {
-			return 1
-		}
-		return RadiusCost(v)
-	}
+	return apperr.Limited(msg, d.Violated()...)
 }

@@ -20,21 +20,23 @@ import (
 )
 
 func newRouter(l *Limiter, policy string, cost func(*gin.Context) int, h gin.HandlerFunc) *gin.Engine {
-	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil, httpx.TrustedProxies{})
 	if h == nil {
 		h = func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) }
 	}
-	r.GET("/x", l.Middleware(policy, headerIdentity, cost), h)
+	r.GET("/x", l.Middleware(policy, cost, headerCaller), h)
 	return r
 }
 
-// headerIdentity names a test request by its x-api-key header, as
-// auth.LimitKey would for an API key whose id is the header's value.
-func headerIdentity(c *gin.Context) string {
-	if k := c.GetHeader("x-api-key"); k != "" {
-		return "key:" + k
-	}
-	return ""
+// headerCaller names a test request by its x-api-key header, as
+// auth.Identity.LimitKey would for an API key whose id is the header's
+// value.
+func headerCaller(r *http.Request) (string, string) { return "key:" + r.Header.Get("x-api-key"), "" }
+
+// queryCost prices a test request by its cost parameter.
+func queryCost(c *gin.Context) int {
+	n, _ := strconv.Atoi(c.Query("cost"))
+	return n
 }
 
 func get(r http.Handler, key, query string) *httptest.ResponseRecorder {
@@ -90,22 +92,22 @@ func TestHeadersAndProblemBody(t *testing.T) {
 
 func TestImpossibleCostIsRefusedWithoutRetryAfter(t *testing.T) {
 	l := newLimiter(t, testenv.Redis(t), Log, "10/1s")
-	r := newRouter(l, "p", RadiusCostFrom("radius"), nil)
+	r := newRouter(l, "p", queryCost, nil)
 	key := testenv.Prefix(t)
-	// Just over 64 km costs 8: admitted once, then too little room is left.
-	if w := get(r, key, "?radius=64001"); w.Code != 200 || w.Header().Get("RateLimit-Remaining") != "2" {
-		t.Fatalf("radius 64km: %d remaining %s, want 200 with 2 left", w.Code, w.Header().Get("RateLimit-Remaining"))
+	// A cost of 8 is admitted once, then too little room is left.
+	if w := get(r, key, "?cost=8"); w.Code != 200 || w.Header().Get("RateLimit-Remaining") != "2" {
+		t.Fatalf("cost 8: %d remaining %s, want 200 with 2 left", w.Code, w.Header().Get("RateLimit-Remaining"))
 	}
-	if w := get(r, key, "?radius=64001"); w.Code != 429 || w.Header().Get("Retry-After") != "1" {
-		t.Fatalf("second radius 64km: %d Retry-After %q, want 429 with Retry-After 1", w.Code, w.Header().Get("Retry-After"))
+	if w := get(r, key, "?cost=8"); w.Code != 429 || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("second cost 8: %d Retry-After %q, want 429 with Retry-After 1", w.Code, w.Header().Get("Retry-After"))
 	}
 	l2 := newLimiter(t, testenv.Redis(t), Log, "5/1s")
-	r2 := newRouter(l2, "p", RadiusCostFrom("radius"), nil)
-	w := get(r2, key, "?radius=1000000")
+	r2 := newRouter(l2, "p", queryCost, nil)
+	w := get(r2, key, "?cost=8")
 	if w.Code != 429 || w.Header().Get("Retry-After") != "" {
 		t.Fatalf("cost 8 under 5/1s: %d Retry-After %q, want 429 without Retry-After", w.Code, w.Header().Get("Retry-After"))
 	}
-	var p Problem
+	var p httpx.Problem
 	_ = json.Unmarshal(w.Body.Bytes(), &p)
 	if want := `Rate limit exceeded: this request costs 8 units but policy "p" allows at most 5 per 1s, so it can never be admitted; make it cheaper.`; p.Detail != want {
 		t.Errorf("detail = %q, want %q", p.Detail, want)
@@ -161,17 +163,17 @@ func TestConcurrencyLeaseExpires(t *testing.T) {
 	id := testenv.Prefix(t)
 	ctx := t.Context()
 	// Acquired and never released, as by a replica that died.
-	if _, ok, err := l.Acquire(ctx, "c", id); !ok || err != nil {
+	if _, ok, err := l.acquire(ctx, "c", id); !ok || err != nil {
 		t.Fatalf("first Acquire = %v, %v", ok, err)
 	}
-	if _, ok, _ := l.Acquire(ctx, "c", id); ok {
+	if _, ok, _ := l.acquire(ctx, "c", id); ok {
 		t.Fatal("second Acquire succeeded with the only slot taken")
 	}
 	if ttl := rdb.PTTL(ctx, flightKey("c", id)).Val(); ttl <= 0 || ttl > time.Second {
 		t.Errorf("in-flight key PTTL = %v, want in (0, 1s]", ttl)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	rel, ok, err := l.Acquire(ctx, "c", id)
+	rel, ok, err := l.acquire(ctx, "c", id)
 	if !ok || err != nil {
 		t.Fatalf("Acquire after the lease ended = %v, %v", ok, err)
 	}
@@ -181,63 +183,14 @@ func TestConcurrencyLeaseExpires(t *testing.T) {
 	}
 }
 
-func TestRadiusCost(t *testing.T) {
-	for _, tc := range []struct {
-		m    float64
-		want int
-	}{{-5, 1}, {0, 1}, {500, 1}, {1000, 1}, {1001, 2}, {2000, 2}, {2001, 3}, {4000, 3}, {8000, 4}, {16000, 5}, {50000, 7}, {64000, 7}, {64001, 8}, {1e9, 8}} {
-		if got := RadiusCost(tc.m); got != tc.want {
-			t.Errorf("RadiusCost(%v) = %d, want %d", tc.m, got, tc.want)
-		}
-	}
-}
-
-func TestMiddlewareWithoutIdentityPanics(t *testing.T) {
+func TestMiddlewareWithoutCallerPanics(t *testing.T) {
 	l := newLimiter(t, nil, Log, "1/1s")
 	defer func() {
 		if recover() == nil {
-			t.Error("Middleware(p, nil identity) did not panic")
+			t.Error("Middleware(p, nil, nil caller) did not panic")
 		}
 	}()
 	l.Middleware("p", nil, nil)
-}
-
-// TestEmptyIdentityIsTheConnectionAddress: a request its identity func
-// cannot name is limited by the connection's address, whatever its
-// x-api-key or X-Forwarded-For say; no Redis key holds the header's value.
-func TestEmptyIdentityIsTheConnectionAddress(t *testing.T) {
-	rdb := testenv.Redis(t)
-	l := newLimiter(t, rdb, Log, "2/1m")
-	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
-	r.GET("/x", l.Middleware("p", func(*gin.Context) string { return "" }, nil), func(c *gin.Context) { c.Status(http.StatusOK) })
-	p := testenv.Prefix(t) // t + 12 hex digits: a documentation-range IPv6 address of this test's own
-	addr := "2001:db8:" + p[1:5] + ":" + p[5:9] + ":" + p[9:13] + "::1"
-	secret := "s3cret-" + p
-	var codes []int
-	for i := range 3 {
-		req := httptest.NewRequest(http.MethodGet, "/x", nil)
-		req.RemoteAddr = "[" + addr + "]:40000"
-		req.Header.Set("x-api-key", secret+strconv.Itoa(i)) // a new "key" each time: it must not matter
-		req.Header.Set("X-Forwarded-For", "198.51.100."+strconv.Itoa(i))
-		w := httptest.NewRecorder()
-		r.ServeHTTP(w, req)
-		codes = append(codes, w.Code)
-	}
-	if want := []int{200, 200, 429}; !slices.Equal(codes, want) {
-		t.Errorf("statuses = %v, want %v (one limit for the address)", codes, want)
-	}
-	ctx := context.Background()
-	if n := rdb.ZCard(ctx, "rl:p:ip:"+addr).Val(); n != 2 {
-		t.Errorf("ZCARD rl:p:ip:%s = %d, want 2", addr, n)
-	}
-	var keys []string
-	it := rdb.Scan(ctx, 0, "*"+secret+"*", 10_000).Iterator()
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil || len(keys) != 0 {
-		t.Errorf("Redis keys holding the x-api-key value: %v (%v), want none", keys, err)
-	}
 }
 
 // TestAdmitCapsConcurrency: a handler that charges through Admit gets the
@@ -252,9 +205,9 @@ func TestAdmitCapsConcurrency(t *testing.T) {
 	}
 	id := "key:" + testenv.Prefix(t)
 	hold, inside := make(chan struct{}), make(chan struct{})
-	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil)
+	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil, httpx.TrustedProxies{})
 	r.GET("/x", func(c *gin.Context) {
-		release, ok := l.Admit(c, Request{Policy: "c", Identity: id, Cost: 1})
+		release, ok := l.Admit(c, "c", 1, func(*http.Request) (string, string) { return id, "" })
 		if !ok {
 			return
 		}
@@ -274,7 +227,7 @@ func TestAdmitCapsConcurrency(t *testing.T) {
 	go func() { held <- do("?hold=1").Code }()
 	<-inside
 	w := do("")
-	var p Problem
+	var p httpx.Problem
 	_ = json.Unmarshal(w.Body.Bytes(), &p)
 	if w.Code != 429 || !slices.Equal(p.ViolatedPolicies, []string{"c-concurrency"}) || w.Header().Get("Retry-After") != "1" {
 		t.Errorf("second in flight = %d %s (Retry-After %q), want 429 naming c-concurrency, Retry-After 1", w.Code, w.Body, w.Header().Get("Retry-After"))

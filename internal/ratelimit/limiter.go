@@ -10,9 +10,7 @@ package ratelimit
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -206,10 +204,9 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	}
 	cost := max(1, r.Cost)
 	ws := p.windowsFor(r.Tier, r.Identity)
-	id := keyIdentity(r.Identity)
-	key := logKey(p.Name, id)
+	key := logKey(p.Name, r.Identity)
 	if p.Algorithm == Counter {
-		key = counterKey(p.Name, id)
+		key = counterKey(p.Name, r.Identity)
 	}
 	var at int64
 	if !r.At.IsZero() {
@@ -255,36 +252,71 @@ func backendIndex(b string) int {
 // decide asks Redis unless the breaker keeps it away, then falls back as
 // the policy says.
 func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet) (outcome, string, error) {
-	if l.redis == nil {
-		o, err := l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
-		return o, BackendLocal, err
+	var o outcome
+	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
+		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, l.member())
+		return err
+	})
+	switch {
+	case err != nil:
+		return outcome{}, BackendNone, err
+	case decided:
+		return o, BackendRedis, nil
 	}
-	if l.br.allow() {
-		cctx, cancel := context.WithTimeout(ctx, l.timeout)
-		o, err := l.redis.decide(cctx, p.Algorithm, key, at, cost, ws, l.member())
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			// The caller gave up; that says nothing about Redis.
-			l.br.abandon()
-			return outcome{}, BackendNone, ctx.Err()
-		}
-		l.br.done(err)
-		if err == nil {
-			return o, BackendRedis, nil
-		}
+	local, err := l.fallback(p)
+	switch {
+	case err != nil:
+		return outcome{}, BackendNone, err
+	case !local:
+		return outcome{admitted: true}, BackendNone, nil // failed open: nothing counted
+	}
+	o, err = l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
+	return o, BackendLocal, err
+}
+
+// onRedis runs call against Redis, within the Redis timeout, unless there
+// is no Redis or the breaker keeps calls away from it. It reports whether
+// Redis answered; Redis errors feed the breaker and are logged, not
+// returned. The only error is ctx's own, when the caller gave up first:
+// that says nothing about Redis.
+func (l *Limiter) onRedis(ctx context.Context, p *compiled, call func(context.Context) error) (bool, error) {
+	if l.redis == nil || !l.br.allow() {
+		return false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	err := call(cctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		l.br.abandon()
+		return false, ctx.Err()
+	}
+	l.br.done(err)
+	if err != nil {
 		l.warn(p.Name, "ratelimit: redis call failed", "policy", p.Name, "err", err.Error())
+		return false, nil
+	}
+	return true, nil
+}
+
+// fallback says how p decides when Redis did not: in process (local), by
+// admitting without a limit (neither local nor an error), or not at all
+// (an Unavailable error, for a fail-closed policy).
+func (l *Limiter) fallback(p *compiled) (local bool, err error) {
+	if l.redis == nil {
+		return true, nil
 	}
 	l.m.fallbacks.WithLabelValues(p.Name, string(p.Failure)).Inc()
 	switch p.Failure {
 	case FailLocal:
-		o, err := l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
-		return o, BackendLocal, err
+		return true, nil
 	case FailOpen:
 		l.warn(p.Name+"/open", "ratelimit: admitting without a limit while redis is unavailable", "policy", p.Name)
-		return outcome{admitted: true}, BackendNone, nil
+		return false, nil
 	}
-	return outcome{}, BackendNone, apperr.New(apperr.Unavailable, "Rate limiting is temporarily unavailable; please retry shortly.")
+	return false, errUnavailable
 }
+
+var errUnavailable = apperr.New(apperr.Unavailable, "Rate limiting is temporarily unavailable; please retry shortly.")
 
 // warn logs at most once a second per topic, so that an outage does not
 // turn into a log flood.
@@ -300,30 +332,11 @@ func (l *Limiter) warn(topic, msg string, args ...any) {
 	l.log.Warn(msg, args...)
 }
 
-// keyIdentity keeps short printable identities readable in key names and
-// hashes the rest, so key names stay bounded and free of odd bytes.
-func keyIdentity(id string) string {
-	if len(id) <= 128 {
-		printable := true
-		for i := 0; i < len(id); i++ {
-			if id[i] < 0x21 || id[i] > 0x7e {
-				printable = false
-				break
-			}
-		}
-		if printable {
-			return id
-		}
-	}
-	sum := sha256.Sum256([]byte(id))
-	return "sha256:" + hex.EncodeToString(sum[:16])
-}
-
-// Acquire takes one of the identity's in-flight slots under policy. When
+// acquire takes one of the identity's in-flight slots under policy. When
 // ok, release must be called once the request ends; a slot not released
 // within the policy's lease frees itself. Policies without a concurrency
 // cap always succeed. Failure modes apply as for Check.
-func (l *Limiter) Acquire(ctx context.Context, policy, identity string) (release func(), ok bool, err error) {
+func (l *Limiter) acquire(ctx context.Context, policy, identity string) (release func(), ok bool, err error) {
 	p, found := l.policies[policy]
 	if !found {
 		return nil, false, fmt.Errorf("%w %q", ErrUnknownPolicy, policy)
@@ -332,35 +345,28 @@ func (l *Limiter) Acquire(ctx context.Context, policy, identity string) (release
 	if p.Concurrency == 0 {
 		return noop, true, nil
 	}
-	key := flightKey(p.Name, keyIdentity(identity))
+	key := flightKey(p.Name, identity)
 	token := l.member()
 	var st store
-	if l.redis != nil && l.br.allow() {
-		cctx, cancel := context.WithTimeout(ctx, l.timeout)
-		got, _, err := l.redis.acquire(cctx, key, 0, p.Concurrency, p.Lease, token)
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			l.br.abandon()
-			return nil, false, ctx.Err()
-		}
-		l.br.done(err)
-		if err == nil {
-			ok, st = got, l.redis
-		}
+	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
+		ok, _, err = l.redis.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
 	}
-	if st == nil {
-		if l.redis != nil {
-			l.m.fallbacks.WithLabelValues(p.Name, string(p.Failure)).Inc()
+	if decided {
+		st = l.redis
+	} else {
+		local, err := l.fallback(p)
+		if err != nil {
+			return nil, false, err
 		}
-		switch {
-		case l.redis == nil || p.Failure == FailLocal:
-			ok, _, _ = l.local.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
-			st = l.local
-		case p.Failure == FailOpen:
+		if !local {
 			return noop, true, nil
-		default:
-			return nil, false, apperr.New(apperr.Unavailable, "Rate limiting is temporarily unavailable; please retry shortly.")
 		}
+		ok, _, _ = l.local.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
+		st = l.local
 	}
 	if !ok {
 		l.m.inflight.WithLabelValues(p.Name, "rejected").Inc()

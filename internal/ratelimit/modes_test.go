@@ -23,7 +23,7 @@ func TestSeedCheckOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRouter(l, "geofence", RadiusCostFrom("radius"), nil)
+	r := newRouter(l, "geofence", nil, nil)
 	key := "demo-" + testenv.Prefix(t)
 	var codes []int
 	for range 12 {
@@ -87,12 +87,12 @@ func TestTierAndIdentityOverrides(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.GET("/x", l.Middleware("o", func(c *gin.Context) string {
-		if c.GetHeader("x-api-key") == "vip" {
-			return "key:vip"
+	r.GET("/x", l.Middleware("o", nil, func(r *http.Request) (string, string) {
+		if r.Header.Get("x-api-key") == "vip" {
+			return "key:vip", r.Header.Get("x-tier")
 		}
-		return prefix + c.GetHeader("x-api-key")
-	}, nil, WithTier(func(c *gin.Context) string { return c.GetHeader("x-tier") })), func(c *gin.Context) { c.Status(200) })
+		return prefix + r.Header.Get("x-api-key"), r.Header.Get("x-tier")
+	}), func(c *gin.Context) { c.Status(200) })
 	_ = rdb.Del(context.Background(), "rl:o:key:vip").Err()
 	for _, tc := range []struct {
 		key, tier string

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -133,14 +132,19 @@ var policyName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // DefaultPolicies are the built-in policies, used when no file is given and
 // as the base a file's policies are merged onto.
 func DefaultPolicies() map[string]Policy {
-	mk := func(name string, alg Algorithm, ws ...Window) Policy {
-		return Policy{Name: name, Windows: ws, Algorithm: alg, Failure: FailLocal, Lease: 30 * time.Second}
-	}
+	cached := NewPolicy("tiles-cached", Window{2000, time.Second}, Window{60000, time.Minute})
+	cached.Algorithm = Counter
 	return map[string]Policy{
-		"geofence":     mk("geofence", Log, Window{10, time.Second}),
-		"tiles":        mk("tiles", Log, Window{100, time.Second}),
-		"tiles-cached": mk("tiles-cached", Counter, Window{2000, time.Second}, Window{60000, time.Minute}),
+		"geofence":     NewPolicy("geofence", Window{10, time.Second}),
+		"tiles":        NewPolicy("tiles", Window{100, time.Second}),
+		"tiles-cached": cached,
 	}
+}
+
+// NewPolicy returns a policy with the defaults every policy starts from:
+// the exact log, the local failure mode and a 30s concurrency lease.
+func NewPolicy(name string, ws ...Window) Policy {
+	return Policy{Name: name, Windows: ws, Algorithm: Log, Failure: FailLocal, Lease: 30 * time.Second}
 }
 
 // ParseWindows parses a comma-separated list such as "10/1s,600/1m".
@@ -269,125 +273,6 @@ func (p *Policy) Validate() error {
 		if err := check("identity "+id, ws); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// fileFormat is the YAML policy file. Window lists are strings in the
-// ParseWindows syntax.
-type fileFormat struct {
-	Policies map[string]filePolicy `yaml:"policies"`
-}
-
-type filePolicy struct {
-	Windows     string            `yaml:"windows"`
-	Algorithm   string            `yaml:"algorithm"`
-	Failure     string            `yaml:"failure"`
-	Shadow      *bool             `yaml:"shadow"`
-	Concurrency *int              `yaml:"concurrency"`
-	Lease       string            `yaml:"lease"`
-	Tiers       map[string]string `yaml:"tiers"`
-	Identities  map[string]string `yaml:"identities"`
-}
-
-// EnvName is the variable that overrides a policy's windows, for example
-// RATELIMIT_TILES_CACHED for "tiles-cached".
-func EnvName(policy string) string {
-	return "RATELIMIT_" + strings.ReplaceAll(strings.ToUpper(policy), "-", "_")
-}
-
-// LoadPolicies merges the YAML document file (may be empty) onto the
-// built-in policies, then applies RATELIMIT_<POLICY> overrides read through
-// getenv, and validates the result. Every problem is reported at once.
-func LoadPolicies(file []byte, getenv func(string) string) (map[string]Policy, error) {
-	ps := DefaultPolicies()
-	var errs []error
-	if len(file) > 0 {
-		var f fileFormat
-		if err := yaml.UnmarshalWithOptions(file, &f, yaml.Strict()); err != nil {
-			return nil, fmt.Errorf("policy file: %s", yaml.FormatError(err, false, true))
-		}
-		for name, fp := range f.Policies {
-			p, ok := ps[name]
-			if !ok {
-				p = Policy{Name: name, Algorithm: Log, Failure: FailLocal, Lease: 30 * time.Second}
-			}
-			if err := fp.apply(&p); err != nil {
-				errs = append(errs, fmt.Errorf("policy %s: %w", name, err))
-				continue
-			}
-			ps[name] = p
-		}
-	}
-	names := make([]string, 0, len(ps))
-	for name := range ps {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		p := ps[name]
-		if v := strings.TrimSpace(getenv(EnvName(name))); v != "" {
-			ws, err := ParseWindows(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(name), v, err))
-				continue
-			}
-			p.Windows = ws
-			ps[name] = p
-		}
-		if err := p.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return ps, nil
-}
-
-func (fp filePolicy) apply(p *Policy) error {
-	var err error
-	if fp.Windows != "" {
-		if p.Windows, err = ParseWindows(fp.Windows); err != nil {
-			return err
-		}
-	}
-	if fp.Algorithm != "" {
-		p.Algorithm = Algorithm(fp.Algorithm)
-	}
-	if fp.Failure != "" {
-		p.Failure = FailureMode(fp.Failure)
-	}
-	if fp.Shadow != nil {
-		p.Shadow = *fp.Shadow
-	}
-	if fp.Concurrency != nil {
-		p.Concurrency = *fp.Concurrency
-	}
-	if fp.Lease != "" {
-		if p.Lease, err = time.ParseDuration(fp.Lease); err != nil {
-			return fmt.Errorf("lease %q: want a duration such as 30s", fp.Lease)
-		}
-	}
-	parseMap := func(what string, m map[string]string) (map[string][]Window, error) {
-		if len(m) == 0 {
-			return nil, nil
-		}
-		out := make(map[string][]Window, len(m))
-		for k, v := range m {
-			ws, err := ParseWindows(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", what, k, err)
-			}
-			out[k] = ws
-		}
-		return out, nil
-	}
-	if p.Tiers, err = parseMap("tier", fp.Tiers); err != nil {
-		return err
-	}
-	if p.Identities, err = parseMap("identity", fp.Identities); err != nil {
-		return err
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -165,5 +164,3 @@ func (s *redisStore) release(ctx context.Context, key, token string) error {
 func logKey(policy, identity string) string     { return "rl:" + policy + ":" + identity }
 func counterKey(policy, identity string) string { return "rlc:" + policy + ":" + identity }
 func flightKey(policy, identity string) string  { return "rlf:" + policy + ":" + identity }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

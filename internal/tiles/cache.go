@@ -44,10 +44,10 @@ type entry struct {
 	Gzip []byte
 }
 
-// NewCache returns a Cache in rdb under keys starting with prefix, with
+// newCache returns a Cache in rdb under keys starting with prefix, with
 // up to memBytes of hot tiles also kept in process (0: none). Each Redis
 // call is bounded by timeout.
-func NewCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
+func newCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
 	return &Cache{rdb: rdb, versions: versions, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
 }
 

@@ -66,7 +66,7 @@ func TestTileSQLUsesSpatialIndex(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
 	ctx := context.Background()
-	r, err := NewRenderer(ctx, db, testConfig(t))
+	r, err := NewRenderer(ctx, db, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}

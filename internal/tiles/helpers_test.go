@@ -15,10 +15,10 @@ import (
 	"github.com/paulmach/orb/maptile"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -45,18 +45,6 @@ func fixtureDB(t *testing.T) *pgxpool.Pool {
 	return db
 }
 
-// testConfig is the default tile configuration.
-func testConfig(t *testing.T) config.Tiles {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://x/y", "REDIS_URL": "redis://x"}[k]
-	})
-	if err != nil {
-		t.Fatalf("config.Load: %v", err)
-	}
-	return cfg.Tiles
-}
-
 // replica is one service instance: a handler, its router, and the router
 // checked against the OpenAPI document (every exchange of a test through
 // get or getFrom is; a violation fails the test).
@@ -69,27 +57,63 @@ type replica struct {
 	stop context.CancelFunc
 }
 
-// newReplica builds a handler on db and rdb (nil: cache off) under prefix,
+// newReplica builds a handler on db and rdb (nil: cache off) under prefix
+// (empty: the default), with the default settings changed by tweaks,
 // waits for its version listener, and stops it when the test ends.
-func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options) replica {
+func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options, tweaks ...func(*Settings)) replica {
 	t.Helper()
-	cfg := testConfig(t)
-	cfg.Cache = rdb != nil
+	return newReplicaBehind(t, db, rdb, prefix, o, httpx.TrustedProxies{}, tweaks...)
+}
+
+// newReplicaBehind is newReplica behind the proxies trusted.
+func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options, trusted httpx.TrustedProxies, tweaks ...func(*Settings)) replica {
+	t.Helper()
+	s := DefaultSettings()
+	s.Cache = rdb != nil
+	s.RedisTimeout = 200 * time.Millisecond
+	if prefix != "" {
+		s.KeyPrefix = prefix
+	}
+	for _, tw := range tweaks {
+		tw(&s)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h, err := New(ctx, cfg, Deps{DB: db, Redis: rdb, KeyPrefix: prefix, RedisTimeout: 200 * time.Millisecond}, o)
+	h, err := New(ctx, s, Deps{DB: db, Redis: rdb}, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	select {
-	case <-h.Versions().Ready():
+	case <-h.versions.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("version listener not ready after 10s")
 	}
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	h.Register(r)
+	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, trusted)
+	r.Use(func(c *gin.Context) {
+		// A test names the caller's scope in a header (see withScope).
+		if name := c.GetHeader("X-Test-Scope"); name != "" {
+			c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), testScopeKey{}, name))
+		}
+	})
+	r.GET("/tiles", h.List)
+	r.GET("/tiles/:layer", h.TileJSON)
+	r.GET("/tiles/:layer/:z/:x/:y", h.Tile)
 	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: cancel}
 }
+
+type testScopeKey struct{}
+
+// scopeByName is an Options.Scope that gives each request the scope its
+// X-Test-Scope header names in scopes, or the whole world.
+func scopeByName(scopes map[string]*spatial.Scope) func(context.Context) *spatial.Scope {
+	return func(ctx context.Context) *spatial.Scope {
+		name, _ := ctx.Value(testScopeKey{}).(string)
+		return scopes[name]
+	}
+}
+
+// withWindow sets the version window.
+func withWindow(d time.Duration) func(*Settings) { return func(s *Settings) { s.VersionWindow = d } }
 
 // get serves one request; headers alternate names and values.
 func (rp replica) get(t *testing.T, path string, headers ...string) *httptest.ResponseRecorder {

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
@@ -21,49 +18,6 @@ import (
 
 // ContentType is the media type of a vector tile.
 const ContentType = "application/vnd.mapbox-vector-tile"
-
-// Scope is the part of the world a caller may see; *auth.SpatialScope
-// satisfies it. Boxes are in longitude and latitude.
-type Scope interface {
-	ContainsBBox(minLng, minLat, maxLng, maxLat float64) bool
-	IntersectsBBox(minLng, minLat, maxLng, maxLat float64) bool
-	// WKB is the scope as (Multi)Polygon WKB in EPSG:4326.
-	WKB() []byte
-	// Hash identifies the scope's shape, for cache keys.
-	Hash() string
-}
-
-// Options configure a Handler.
-type Options struct {
-	// Cache is nil to render every tile.
-	Cache *Cache
-	// CacheControl is the Cache-Control header of tiles ("" for none).
-	CacheControl string
-	// RenderTimeout bounds one render.
-	RenderTimeout time.Duration
-	// PublicURL is the base of TileJSON URLs; empty means from the request.
-	PublicURL string
-	// TrustedProxy reports whether a peer's X-Forwarded-Proto and
-	// X-Forwarded-Host are believed; nil trusts nobody.
-	TrustedProxy func(netip.Addr) bool
-	// Scope returns the caller's scope; nil (or a nil result) is the world.
-	// Return an untyped nil for the world, not a nil pointer in the
-	// interface.
-	Scope func(*gin.Context) Scope
-	// OnMiss runs before a tile is rendered (a cache miss) and OnHit before
-	// a cached tile is served. Each returns ok false when it has already
-	// answered the request (for example with a 429); otherwise release,
-	// when not nil, runs once the tile has been answered (a concurrency
-	// cap holds its slot until then). Either may be nil.
-	OnMiss Hook
-	OnHit  Hook
-	Log    *slog.Logger
-	// Registerer, when set, receives the tile metrics.
-	Registerer prometheus.Registerer
-}
-
-// Hook guards a tile request; see Options.OnMiss.
-type Hook func(*gin.Context) (release func(), ok bool)
 
 // guard runs hook, if any; release is never nil.
 func guard(c *gin.Context, hook Hook) (release func(), ok bool) {
@@ -82,31 +36,13 @@ func guard(c *gin.Context, hook Hook) (release func(), ok bool) {
 type Handler struct {
 	r        *Renderer
 	versions *Versions
+	cache    *Cache // nil: every tile is rendered
+	s        Settings
 	o        Options
+	log      *slog.Logger
 	flights  flights
 	renders  atomic.Int64
 	metrics  *metrics
-}
-
-// NewHandler returns a Handler rendering with r; versions supply each
-// layer's data version.
-func NewHandler(r *Renderer, versions *Versions, o Options) *Handler {
-	if o.RenderTimeout <= 0 {
-		o.RenderTimeout = 10 * time.Second
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	return &Handler{r: r, versions: versions, o: o, metrics: newMetrics(o.Registerer)}
-}
-
-// Register adds GET /tiles, /tiles/{layer}.json and
-// /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf) to rg, behind mw.
-func (h *Handler) Register(rg gin.IRoutes, mw ...gin.HandlerFunc) {
-	with := func(f gin.HandlerFunc) []gin.HandlerFunc { return slices.Concat(mw, []gin.HandlerFunc{f}) }
-	rg.GET("/tiles", with(h.list)...)
-	rg.GET("/tiles/:layer", with(h.tileJSON)...)
-	rg.GET("/tiles/:layer/:z/:x/:y", with(h.tile)...)
 }
 
 var (
@@ -123,7 +59,10 @@ type result struct {
 	version int64
 }
 
-func (h *Handler) tile(c *gin.Context) {
+// Tile serves GET /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf): the tile from
+// the cache when it holds it at the layer's current version, else
+// rendered (once, however many ask at the same time) and cached.
+func (h *Handler) Tile(c *gin.Context) {
 	l := h.r.Layer(c.Param("layer"))
 	if l == nil {
 		httpx.Abort(c, errNoLayer)
@@ -140,9 +79,9 @@ func (h *Handler) tile(c *gin.Context) {
 	}
 	var scopeWKB []byte
 	var scopeHash string
-	cacheControl := h.o.CacheControl
+	cacheControl := h.s.CacheControl
 	if h.o.Scope != nil {
-		if s := h.o.Scope(c); s != nil {
+		if s := h.o.Scope(c.Request.Context()); s != nil {
 			// What this caller may see is not what everyone may: shared
 			// HTTP caches must not keep it.
 			cacheControl = private(cacheControl)
@@ -190,12 +129,12 @@ func (h *Handler) tile(c *gin.Context) {
 // lookup returns the cached tile, if any, and the version a render must
 // reach. Redis failures count as misses.
 func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string) (result, int64, bool) {
-	if h.o.Cache == nil {
+	if h.cache == nil {
 		return result{}, h.versions.Local(l.Table), false
 	}
-	e, version, ok, err := h.o.Cache.Get(ctx, l, t, scopeHash)
+	e, version, ok, err := h.cache.Get(ctx, l, t, scopeHash)
 	if err != nil {
-		h.o.Log.Debug("tile cache unavailable", "err", err.Error())
+		h.log.Debug("tile cache unavailable", "err", err.Error())
 	}
 	return result{e: e, version: version}, version, ok
 }
@@ -222,8 +161,8 @@ func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte,
 // version, in which case it waits for that replica's result.
 func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
 	var lock string // held when not empty; Set releases it with the tile
-	if h.o.Cache != nil {
-		e, done, held := h.o.Cache.claim(ctx, l, t, scopeHash, version)
+	if h.cache != nil {
+		e, done, held := h.cache.claim(ctx, l, t, scopeHash, version)
 		if done {
 			return result{e: e, version: version}, nil
 		}
@@ -231,11 +170,11 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 	}
 	defer func() {
 		if lock != "" {
-			h.o.Cache.unlock(ctx, lock)
+			h.cache.unlock(ctx, lock)
 		}
 	}()
 	h.renders.Add(1)
-	rctx, cancel := context.WithTimeout(ctx, h.o.RenderTimeout)
+	rctx, cancel := context.WithTimeout(ctx, h.s.RenderTimeout)
 	defer cancel()
 	start := time.Now()
 	out, err := h.r.Render(rctx, l, t, scopeWKB)
@@ -245,12 +184,12 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 	h.metrics.rendered(l.Name, t.Z, time.Since(start))
 	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
 	h.versions.raise(l.Table, out.Version)
-	if h.o.Cache == nil {
+	if h.cache == nil {
 		return res, nil
 	}
 	res.e.Gzip = compress(out.MVT)
-	if err := h.o.Cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e, lock); err != nil {
-		h.o.Log.Debug("tile not cached", "err", err.Error())
+	if err := h.cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e, lock); err != nil {
+		h.log.Debug("tile not cached", "err", err.Error())
 	} else {
 		lock = ""
 	}

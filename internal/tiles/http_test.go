@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -108,8 +107,8 @@ func TestTileAddressing(t *testing.T) {
 func TestTileJSON(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	trusted := func(a netip.Addr) bool { return a.String() == "10.0.0.1" }
-	rp := newReplica(t, db, nil, "", Options{TrustedProxy: trusted})
+	trusted, _ := httpx.ParseTrustedProxies([]string{"10.0.0.1"})
+	rp := newReplicaBehind(t, db, nil, "", Options{}, trusted)
 	tests := []struct {
 		name, remote string
 		headers      []string
@@ -350,7 +349,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 		if took > 3*time.Second {
 			t.Errorf("%s: GET took %v, want well under the time Redis stays paused", name, took)
 		}
-		if i == 0 && rp.h.o.Cache.available() {
+		if i == 0 && rp.h.cache.available() {
 			t.Errorf("after a Redis timeout the cache still counts as available; want it skipped for %v", cooldown)
 		}
 	}
@@ -366,22 +365,22 @@ func TestLayersCheckedAtStart(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		layer   config.TileLayer
+		layer   LayerSettings
 		wantErr string // "" for a good layer
 	}{
-		{"Lines", config.TileLayer{Name: "roads", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"ref"}, MaxZoom: 22}, ""},
-		{"NoTable", config.TileLayer{Name: "x", Table: "nope", Geom: "geom", ID: "id", Rank: "id"}, "table \"nope\" not found"},
-		{"NoColumn", config.TileLayer{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"population"}}, "places.population not found"},
-		{"NotAGeometry", config.TileLayer{Name: "x", Table: "places", Geom: "name", ID: "id", Rank: "id"}, "not a geometry column"},
-		{"WrongSRID", config.TileLayer{Name: "x", Table: "mercator", Geom: "geom", ID: "id", Rank: "id"}, "SRID 3857"},
-		{"TextID", config.TileLayer{Name: "x", Table: "textids", Geom: "geom", ID: "id", Rank: "id"}, "want an integer type"},
-		{"ReservedField", config.TileLayer{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"id"}}, "used twice (or reserved)"},
-		{"NoPropertiesColumn", config.TileLayer{Name: "x", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"properties.a"}}, "needs a jsonb column properties"},
+		{"Lines", LayerSettings{Name: "roads", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"ref"}, MaxZoom: 22}, ""},
+		{"NoTable", LayerSettings{Name: "x", Table: "nope", Geom: "geom", ID: "id", Rank: "id"}, "table \"nope\" not found"},
+		{"NoColumn", LayerSettings{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"population"}}, "places.population not found"},
+		{"NotAGeometry", LayerSettings{Name: "x", Table: "places", Geom: "name", ID: "id", Rank: "id"}, "not a geometry column"},
+		{"WrongSRID", LayerSettings{Name: "x", Table: "mercator", Geom: "geom", ID: "id", Rank: "id"}, "SRID 3857"},
+		{"TextID", LayerSettings{Name: "x", Table: "textids", Geom: "geom", ID: "id", Rank: "id"}, "want an integer type"},
+		{"ReservedField", LayerSettings{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"id"}}, "used twice (or reserved)"},
+		{"NoPropertiesColumn", LayerSettings{Name: "x", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"properties.a"}}, "needs a jsonb column properties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig(t)
-			cfg.Layers = []config.TileLayer{tt.layer}
+			cfg := DefaultSettings()
+			cfg.Layers = []LayerSettings{tt.layer}
 			_, err := NewRenderer(context.Background(), db, cfg)
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -392,8 +391,8 @@ func TestLayersCheckedAtStart(t *testing.T) {
 		})
 	}
 	// A line layer renders.
-	cfg := testConfig(t)
-	cfg.Layers = []config.TileLayer{tests[0].layer}
+	cfg := DefaultSettings()
+	cfg.Layers = []LayerSettings{tests[0].layer}
 	r, err := NewRenderer(context.Background(), db, cfg)
 	if err != nil {
 		t.Fatal(err)

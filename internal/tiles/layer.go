@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/geogate/geogate/internal/config"
 )
 
 // Kind is the geometry family of a layer, which decides its tile SQL.
@@ -34,7 +32,7 @@ type Field struct {
 // Layer is a tile layer checked against the database catalog: every
 // identifier in its SQL comes from configuration and was found there.
 type Layer struct {
-	config.TileLayer
+	LayerSettings
 	Kind   Kind
 	Fields []Field
 	sql    sqlSet
@@ -42,7 +40,7 @@ type Layer struct {
 
 // checkLayer looks l up in the catalog: the table and columns exist, the
 // geometry column is in EPSG:4326, and the field names do not collide.
-func checkLayer(ctx context.Context, db *pgxpool.Pool, l config.TileLayer, extent, buffer int) (*Layer, error) {
+func checkLayer(ctx context.Context, db *pgxpool.Pool, l LayerSettings, extent, buffer int) (*Layer, error) {
 	cols, err := tableColumns(ctx, db, l.Table)
 	if err != nil {
 		return nil, err
@@ -50,7 +48,7 @@ func checkLayer(ctx context.Context, db *pgxpool.Pool, l config.TileLayer, exten
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("tile layer %s: table %q not found", l.Name, l.Table)
 	}
-	out := &Layer{TileLayer: l}
+	out := &Layer{LayerSettings: l}
 	for _, c := range []string{l.Geom, l.ID, l.Rank} {
 		if _, ok := cols[c]; !ok && c != "" {
 			return nil, fmt.Errorf("tile layer %s: column %s.%s not found", l.Name, l.Table, c)
@@ -100,7 +98,7 @@ func tableColumns(ctx context.Context, db *pgxpool.Pool, table string) (map[stri
 	return cols, nil
 }
 
-func geometryKind(ctx context.Context, db *pgxpool.Pool, l config.TileLayer) (Kind, error) {
+func geometryKind(ctx context.Context, db *pgxpool.Pool, l LayerSettings) (Kind, error) {
 	var typ string
 	var srid int
 	err := db.QueryRow(ctx, `
@@ -129,7 +127,7 @@ func geometryKind(ctx context.Context, db *pgxpool.Pool, l config.TileLayer) (Ki
 
 // field turns a configured field into its SQL: a column, or a key of the
 // jsonb column "properties" read as text.
-func field(l config.TileLayer, cols map[string]string, f string) (Field, error) {
+func field(l LayerSettings, cols map[string]string, f string) (Field, error) {
 	if key, ok := strings.CutPrefix(f, "properties."); ok {
 		if cols["properties"] != "jsonb" {
 			return Field{}, fmt.Errorf("tile layer %s: field %s needs a jsonb column properties", l.Name, f)

@@ -79,7 +79,7 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 		t.Fatalf("first GET = %d %s, want 200 MISS", w.Code, w.Header().Get("X-Cache"))
 	}
 	// Drop the Redis copy: only the process still has the tile.
-	c := rp.h.o.Cache
+	c := rp.h.cache
 	keys, err := rdb.Keys(ctx, c.prefix+"t:geofences:*").Result()
 	if err != nil || len(keys) != 1 || strings.HasSuffix(keys[0], ":lock") {
 		t.Fatalf("tile keys = %v, %v; want the one tile", keys, err)
@@ -109,7 +109,6 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 // command; with the window off, each costs one read of the version.
 func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 	t.Parallel()
-	rp, commands, _ := countedReplica(t)
 	path := tilePath("geofences", tileOf(13.41, 52.52, 6))
 	tests := []struct {
 		window time.Duration
@@ -120,7 +119,7 @@ func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 		{0, func(n int64) bool { return n == 50 }, "one read of the version per tile (50)"},
 	}
 	for _, tt := range tests {
-		rp.h.versions.window = tt.window
+		rp, commands, _ := countedReplica(t, withWindow(tt.window))
 		// The first GET renders or reads the tile, and reads the version.
 		if w := rp.get(t, path); w.Code != 200 {
 			t.Fatalf("warming GET = %d", w.Code)
@@ -139,13 +138,13 @@ func TestHotTilesSkipRedisWithinTheWindow(t *testing.T) {
 
 // countedReplica is a replica on a Redis client of its own whose commands
 // and round trips are counted.
-func countedReplica(t *testing.T) (rp replica, commands, trips *atomic.Int64) {
+func countedReplica(t *testing.T, tweaks ...func(*Settings)) (rp replica, commands, trips *atomic.Int64) {
 	t.Helper()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
 	commands, trips = new(atomic.Int64), new(atomic.Int64)
 	rdb.AddHook(countingHook{commands, trips})
-	return newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{}), commands, trips
+	return newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{}, tweaks...), commands, trips
 }
 
 // countingHook counts the commands a client sends, pipelined ones each,
@@ -186,7 +185,7 @@ func TestMissCostsThreeRoundTrips(t *testing.T) {
 	if got := trips.Load(); got != 3 {
 		t.Errorf("a miss took %d Redis round trips, want 3", got)
 	}
-	locks, err := rp.h.o.Cache.rdb.Keys(context.Background(), rp.h.o.Cache.prefix+"t:*:lock").Result()
+	locks, err := rp.h.cache.rdb.Keys(context.Background(), rp.h.cache.prefix+"t:*:lock").Result()
 	if err != nil || len(locks) != 0 {
 		t.Errorf("render locks left = %v (%v), want none", locks, err)
 	}

@@ -6,8 +6,6 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/geogate/geogate/internal/config"
 )
 
 // earthCircumference is the width of the Web Mercator world in metres.
@@ -22,15 +20,15 @@ type Renderer struct {
 	buffer int
 }
 
-// NewRenderer checks every configured layer against the database catalog
+// NewRenderer checks every layer of s against the database catalog
 // and returns a Renderer for them. The error names the first bad layer.
-func NewRenderer(ctx context.Context, db *pgxpool.Pool, cfg config.Tiles) (*Renderer, error) {
-	r := &Renderer{db: db, layers: map[string]*Layer{}, extent: cfg.Extent, buffer: cfg.Buffer}
-	if r.extent == 0 {
-		r.extent = 4096
+func NewRenderer(ctx context.Context, db *pgxpool.Pool, s Settings) (*Renderer, error) {
+	if s.Extent <= 0 || s.Buffer < 0 {
+		return nil, fmt.Errorf("tiles: extent %d and buffer %d: want a positive extent and a buffer of 0 or more", s.Extent, s.Buffer)
 	}
-	for _, lc := range cfg.Layers {
-		l, err := checkLayer(ctx, db, lc, r.extent, cfg.Buffer)
+	r := &Renderer{db: db, layers: map[string]*Layer{}, extent: s.Extent, buffer: s.Buffer}
+	for _, lc := range s.Layers {
+		l, err := checkLayer(ctx, db, lc, r.extent, r.buffer)
 		if err != nil {
 			return nil, err
 		}

@@ -4,15 +4,13 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gin-gonic/gin"
-
-	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
-func mustBBoxScope(t *testing.T, minLng, minLat, maxLng, maxLat float64) *auth.SpatialScope {
+func mustBBoxScope(t *testing.T, minLng, minLat, maxLng, maxLat float64) *spatial.Scope {
 	t.Helper()
-	s, err := auth.NewBBoxScope(minLng, minLat, maxLng, maxLat)
+	s, err := spatial.NewBBox(minLng, minLat, maxLng, maxLat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,19 +20,14 @@ func mustBBoxScope(t *testing.T, minLng, minLat, maxLng, maxLat float64) *auth.S
 func TestSpatialScopes(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	scopes := map[string]*auth.SpatialScope{
+	scopes := map[string]*spatial.Scope{
 		"germany": mustBBoxScope(t, 5, 47, 16, 55),
 		"east":    mustBBoxScope(t, 13.2, 52.0, 14.0, 53.0), // Berlin, not Potsdam
 		"east2":   mustBBoxScope(t, 13.25, 52.0, 14.0, 53.0),
 		"touch":   mustBBoxScope(t, 12.5, 52.0, 13.0, 53.0), // shares berlin-box's west edge
 	}
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
-		Scope: func(c *gin.Context) Scope {
-			if s, ok := scopes[c.GetHeader("X-Test-Scope")]; ok {
-				return s
-			}
-			return nil
-		},
+		Scope: scopeByName(scopes),
 	})
 	berlin8 := tilePath("places", tileOf(13.41, 52.52, 8))
 	if w := rp.get(t, berlin8); w.Header().Get("X-Cache") != "MISS" {

@@ -6,38 +6,54 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
-// DefaultKeyPrefix starts every Redis key of the tile cache.
-const DefaultKeyPrefix = "geogate:tiles:"
-
-// Deps are what New builds a Handler from.
+// Deps are the clients New builds a Handler on.
 type Deps struct {
-	DB    *pgxpool.Pool
+	// DB is the pool tiles render on.
+	DB *pgxpool.Pool
+	// Redis holds the shared cache and layer versions; nil (or a
+	// Settings.Cache of false) renders every tile.
 	Redis redis.UniversalClient
-	// RedisTimeout bounds each cache call; keep it short, a slow Redis
-	// must not hold tiles up.
-	RedisTimeout time.Duration
-	// KeyPrefix defaults to DefaultKeyPrefix.
-	KeyPrefix string
 }
 
-// New checks the configured layers, starts the version listener (which
-// stops when ctx ends) and returns the Handler. o's cache, cache-control,
-// timeout and public URL fields are taken from cfg.
-func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, error) {
-	r, err := NewRenderer(ctx, d.DB, cfg)
+// Options are the hooks a Handler calls; every field may be left zero.
+type Options struct {
+	// Scope returns the caller's spatial scope; nil is the whole world.
+	Scope func(context.Context) *spatial.Scope
+	// OnMiss runs before a tile is rendered (a cache miss) and OnHit before
+	// a cached tile is served. Each returns ok false when it has already
+	// answered the request (for example with a 429); otherwise release,
+	// when not nil, runs once the tile has been answered (a concurrency
+	// cap holds its slot until then).
+	OnMiss Hook
+	OnHit  Hook
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Registerer, when set, receives the tile metrics.
+	Registerer prometheus.Registerer
+}
+
+// Hook guards a tile request; see Options.OnMiss.
+type Hook func(*gin.Context) (release func(), ok bool)
+
+// New checks every layer of s against the database catalog, reads and
+// publishes the layers' versions, starts the version listener (which stops
+// when ctx ends) and returns the Handler.
+func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
+	if s.RenderTimeout <= 0 {
+		return nil, fmt.Errorf("tiles: render timeout %v: want a positive duration", s.RenderTimeout)
+	}
+	r, err := NewRenderer(ctx, d.DB, s)
 	if err != nil {
 		return nil, err
-	}
-	if d.KeyPrefix == "" {
-		d.KeyPrefix = DefaultKeyPrefix
 	}
 	// Databases sharing one Redis (staging and production, test databases)
 	// must not read each other's versions or tiles.
@@ -45,32 +61,27 @@ func New(ctx context.Context, cfg config.Tiles, d Deps, o Options) (*Handler, er
 	if err != nil {
 		return nil, err
 	}
-	d.KeyPrefix += dbID + ":"
-	if d.RedisTimeout <= 0 {
-		d.RedisTimeout = 100 * time.Millisecond
-	}
+	prefix := s.KeyPrefix + dbID + ":"
 	rdb := d.Redis
-	if !cfg.Cache {
+	if !s.Cache {
 		rdb = nil
 	}
-	if o.Log == nil {
-		o.Log = slog.Default()
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	versions := NewVersions(d.DB, rdb, d.KeyPrefix, o.Log)
-	versions.timeout = d.RedisTimeout
-	versions.window = cfg.VersionWindow
-	h := NewHandler(r, versions, o)
-	if err := h.versions.Sync(ctx); err != nil {
-		h.o.Log.Warn("tile versions not published", "err", err.Error())
-	}
-	go h.versions.Run(ctx)
+	versions := newVersions(d.DB, rdb, prefix, s.RedisTimeout, s.VersionWindow, log)
+	var cache *Cache
 	if rdb != nil {
-		h.o.Cache = NewCache(rdb, h.versions, d.KeyPrefix, cfg.CacheTTL, d.RedisTimeout, cfg.MemoryCacheBytes)
+		cache = newCache(rdb, versions, prefix, s.CacheTTL, s.RedisTimeout, s.MemoryCacheBytes)
 	}
-	h.o.CacheControl = cfg.CacheControl
-	h.o.RenderTimeout = cfg.RenderTimeout
-	h.o.PublicURL = cfg.PublicURL
-	return h, nil
+	if err := versions.Sync(ctx); err != nil {
+		log.Warn("tile versions not published", "err", err.Error())
+	}
+	go versions.Run(ctx)
+	return &Handler{
+		r: r, versions: versions, cache: cache, s: s, o: o, log: log, metrics: newMetrics(o.Registerer),
+	}, nil
 }
 
 // databaseID is a short hash naming the database: its cluster's system
@@ -88,6 +99,9 @@ func databaseID(ctx context.Context, db *pgxpool.Pool) (string, error) {
 	return hex.EncodeToString(sum[:5]), nil
 }
 
-// Versions returns the layer versions, whose Sync a write path calls after
-// committing so that no replica serves a tile rendered before the write.
-func (h *Handler) Versions() *Versions { return h.versions }
+// Commit publishes the layer versions a committed write has raised and
+// waits the version window out, so that once the write answers no replica
+// serves a tile rendered before it. Writers call it after their
+// transaction commits and before they answer; its error (Redis
+// unreachable) is for the log: the write itself stands.
+func (h *Handler) Commit(ctx context.Context) error { return h.versions.Commit(ctx) }

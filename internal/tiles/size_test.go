@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb"
 
-	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -30,7 +30,7 @@ func demoDB(t *testing.T) *pgxpool.Pool {
 func TestEveryTileFitsDemoData(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	r, err := NewRenderer(context.Background(), db, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestEveryTileFitsDemoData(t *testing.T) {
 func TestScopedRendersDemoData(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	r, err := NewRenderer(context.Background(), db, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope, err := auth.ParseSpatialScope([]byte(`{"type":"Polygon","coordinates":[[[2,45],[20,44],[12,56],[2,45]]]}`))
+	scope, err := spatial.Parse([]byte(`{"type":"Polygon","coordinates":[[[2,45],[20,44],[12,56],[2,45]]]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func renderAll(t *testing.T, tiles []Tile, fn func(Tile) error) {
 func TestThinningNests(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, testConfig(t))
+	r, err := NewRenderer(context.Background(), db, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package tiles
 
 import (
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -42,7 +40,8 @@ type LayerInfo struct {
 	Tiles    string `json:"tiles"`
 }
 
-func (h *Handler) list(c *gin.Context) {
+// List serves GET /tiles: every layer with its zoom range and URLs.
+func (h *Handler) List(c *gin.Context) {
 	base := h.baseURL(c)
 	out := make([]LayerInfo, 0, len(h.r.Layers()))
 	for _, l := range h.r.Layers() {
@@ -55,7 +54,9 @@ func (h *Handler) list(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"layers": out})
 }
 
-func (h *Handler) tileJSON(c *gin.Context) {
+// TileJSON serves GET /tiles/{layer}.json, the layer's TileJSON 3.0.0
+// document.
+func (h *Handler) TileJSON(c *gin.Context) {
 	name, ok := strings.CutSuffix(c.Param("layer"), ".json")
 	l := h.r.Layer(name)
 	if !ok || l == nil {
@@ -88,14 +89,14 @@ func tilesURL(base string, l *Layer) string {
 // configured public URL, else the request's, where X-Forwarded-Proto and
 // X-Forwarded-Host count only when the peer is a trusted proxy.
 func (h *Handler) baseURL(c *gin.Context) string {
-	if h.o.PublicURL != "" {
-		return h.o.PublicURL
+	if h.s.PublicURL != "" {
+		return h.s.PublicURL
 	}
 	scheme, host := "http", c.Request.Host
 	if c.Request.TLS != nil {
 		scheme = "https"
 	}
-	if h.trustedPeer(c.Request.RemoteAddr) {
+	if httpx.ClientOf(c.Request).ViaProxy {
 		if p := firstValue(c.GetHeader("X-Forwarded-Proto")); p == "http" || p == "https" {
 			scheme = p
 		}
@@ -107,18 +108,6 @@ func (h *Handler) baseURL(c *gin.Context) string {
 		host = "localhost"
 	}
 	return scheme + "://" + host
-}
-
-func (h *Handler) trustedPeer(remoteAddr string) bool {
-	if h.o.TrustedProxy == nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && h.o.TrustedProxy(a)
 }
 
 func firstValue(h string) string {

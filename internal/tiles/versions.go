@@ -54,10 +54,11 @@ type Versions struct {
 	ready     chan struct{}
 }
 
-// NewVersions returns Versions reading db and publishing to rdb (which may
-// be nil) under keys starting with prefix.
-func NewVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, log *slog.Logger) *Versions {
-	return &Versions{db: db, rdb: rdb, prefix: prefix, log: log, base: time.Now(),
+// newVersions returns Versions reading db and publishing to rdb (which may
+// be nil) under keys starting with prefix, each Redis call bounded by
+// timeout, with window as described at Versions.window.
+func newVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, timeout, window time.Duration, log *slog.Logger) *Versions {
+	return &Versions{db: db, rdb: rdb, prefix: prefix, timeout: timeout, window: window, log: log, base: time.Now(),
 		local: map[string]int64{}, checked: map[string]check{}, ready: make(chan struct{})}
 }
 

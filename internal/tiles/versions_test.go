@@ -38,13 +38,17 @@ func near(a, b float64) bool { return math.Abs(a-b) < 0.01 }
 
 // moveBerlinBox is a write route's handler: it commits berlin-box as a
 // half-degree box whose west edge is the :west parameter.
-func moveBerlinBox(db *pgxpool.Pool) gin.HandlerFunc {
+func moveBerlinBox(db *pgxpool.Pool, committed func(context.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var west float64
 		fmt.Sscan(c.Param("west"), &west)
 		_, err := db.Exec(c.Request.Context(),
 			"UPDATE geofences SET geom = ST_Multi(ST_MakeEnvelope($1::float8, 52.3, $1::float8 + 0.5, 52.7, 4326)) WHERE name = 'berlin-box'", west)
 		if err != nil {
+			c.AbortWithStatus(500)
+			return
+		}
+		if err := committed(c.Request.Context()); err != nil {
 			c.AbortWithStatus(500)
 			return
 		}
@@ -66,17 +70,15 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	for i := range replicas {
 		// The default key prefix; the database id in every key keeps this
 		// test's keys apart from others'.
-		replicas[i] = newReplica(t, db, rdb, "", Options{})
-		replicas[i].h.versions.window = window
+		replicas[i] = newReplica(t, db, rdb, "", Options{}, withWindow(window))
 		// Without NOTIFY, a reader learns of the write through Redis only.
 		replicas[i].stop()
 	}
-	// The write routes, as the geofence API wires them: SyncVersions around
-	// a handler that commits the change, on two different replicas.
+	// The write routes, as the geofence API wires them: a handler that
+	// commits the change and then calls Commit, on two different replicas.
 	writer := gin.New()
-	update := moveBerlinBox(db)
-	writer.PUT("/a/:west", replicas[0].h.SyncVersions(), update)
-	writer.PUT("/b/:west", replicas[1].h.SyncVersions(), update)
+	writer.PUT("/a/:west", moveBerlinBox(db, replicas[0].h.Commit))
+	writer.PUT("/b/:west", moveBerlinBox(db, replicas[1].h.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 15 {
@@ -114,14 +116,11 @@ func TestWriteOutwaitsMemoryCopies(t *testing.T) {
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
 	const window = 300 * time.Millisecond
-	reader := newReplica(t, db, rdb, "", Options{})
-	writer := newReplica(t, db, rdb, "", Options{})
+	reader := newReplica(t, db, rdb, "", Options{}, withWindow(window))
+	writer := newReplica(t, db, rdb, "", Options{}, withWindow(window))
 	reader.stop()
-	for _, rp := range []replica{reader, writer} {
-		rp.h.versions.window = window
-	}
 	routes := gin.New()
-	routes.PUT("/:west", writer.h.SyncVersions(), moveBerlinBox(db))
+	routes.PUT("/:west", moveBerlinBox(db, writer.h.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 3 {
@@ -155,12 +154,11 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	slow := testenv.Redis(t)
 	var hold atomic.Bool
 	slow.AddHook(slowVersionReads{hold: &hold, delay: 2 * window})
-	reader := newReplica(t, db, slow, "", Options{})
-	writer := newReplica(t, db, testenv.Redis(t), "", Options{})
+	reader := newReplica(t, db, slow, "", Options{}, withWindow(window))
+	writer := newReplica(t, db, testenv.Redis(t), "", Options{}, withWindow(window))
 	reader.stop()
-	reader.h.versions.window, writer.h.versions.window = window, window
 	routes := gin.New()
-	routes.PUT("/:west", writer.h.SyncVersions(), moveBerlinBox(db))
+	routes.PUT("/:west", moveBerlinBox(db, writer.h.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	reader.get(t, path)
@@ -216,8 +214,7 @@ func (h slowVersionReads) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // only for versions at or above what it found, and only within the window
 // after it was sent.
 func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
-	v := NewVersions(nil, nil, "", nil)
-	v.window = time.Hour
+	v := newVersions(nil, nil, "", 0, time.Hour, nil)
 	if v.current("places", 5) {
 		t.Fatal("current before any check = true, want false")
 	}
@@ -242,8 +239,9 @@ func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
 	if v.current("geofences", 1) {
 		t.Error("current after a check older than the window = true, want false")
 	}
-	v.window = 0
-	if v.current("places", 5) {
+	off := newVersions(nil, nil, "", 0, 0, nil)
+	off.confirm("places", 5, off.now())
+	if off.current("places", 5) {
 		t.Error("current with the window off = true, want false")
 	}
 }
@@ -287,7 +285,7 @@ func TestListenerCatchesUp(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rp := newReplica(t, db, nil, "", Options{})
-	v := rp.h.Versions()
+	v := rp.h.versions
 	start := v.Local("places")
 	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('x', ST_SetSRID(ST_MakePoint(1, 1), 4326))"); err != nil {
 		t.Fatal(err)

@@ -22,25 +22,33 @@ const PageContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-
 	"img-src 'self' data: blob:; connect-src 'self'; worker-src 'self' blob:; child-src blob:; " +
 	"base-uri 'self'; form-action 'none'; frame-ancestors 'none'"
 
-// Register serves the map on / and its files under /static/.
-func Register(r gin.IRoutes) {
-	static, _ := fs.Sub(files, "static")
-	index, err := fs.ReadFile(static, "index.html")
+var (
+	static, _  = fs.Sub(files, "static")
+	index      = mustRead(static, "index.html")
+	fileServer = http.StripPrefix("/static", http.FileServerFS(static))
+)
+
+func mustRead(fsys fs.FS, name string) []byte {
+	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
-	fileServer := http.StripPrefix("/static", http.FileServerFS(static))
-	r.GET("/", func(c *gin.Context) {
-		c.Header("Content-Security-Policy", PageContentSecurityPolicy)
-		c.Header("Cache-Control", "no-cache")
-		c.Data(http.StatusOK, "text/html; charset=utf-8", index)
-	})
-	r.GET("/static/*filepath", func(c *gin.Context) {
-		if strings.HasSuffix(c.Param("filepath"), "/") {
-			c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
-			return
-		}
-		c.Header("Cache-Control", "public, max-age=3600")
-		fileServer.ServeHTTP(c.Writer, c.Request)
-	})
+	return b
+}
+
+// Map serves the map page (/).
+func Map(c *gin.Context) {
+	c.Header("Content-Security-Policy", PageContentSecurityPolicy)
+	c.Header("Cache-Control", "no-cache")
+	c.Data(http.StatusOK, "text/html; charset=utf-8", index)
+}
+
+// Static serves the page's scripts, styles and images (/static/*filepath).
+func Static(c *gin.Context) {
+	if strings.HasSuffix(c.Param("filepath"), "/") {
+		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
+		return
+	}
+	c.Header("Cache-Control", "public, max-age=3600")
+	fileServer.ServeHTTP(c.Writer, c.Request)
 }

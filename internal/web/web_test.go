@@ -12,7 +12,8 @@ import (
 func TestRoutes(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	Register(r)
+	r.GET("/", Map)
+	r.GET("/static/*filepath", Static)
 	tests := []struct {
 		name, path  string
 		wantStatus  int

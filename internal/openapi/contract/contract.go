@@ -79,9 +79,6 @@ func LoadData(ctx context.Context, data []byte) (*openapi3.T, error) {
 	return doc, nil
 }
 
-// Doc returns the parsed document.
-func (c *Checker) Doc() *openapi3.T { return c.doc }
-
 // Exchange is one request and the response it got. Bodies are whole;
 // Body may be gzip-compressed as its Content-Encoding says.
 type Exchange struct {
@@ -96,7 +93,7 @@ type Exchange struct {
 // (internal/web), which, as in FastAPI, are not part of the API
 // description.
 func undocumented(path string) bool {
-	return path == openapi.DocsPath || path == openapi.RedocPath || strings.HasPrefix(path, "/docs/assets/") ||
+	return path == "/docs" || path == "/redoc" || strings.HasPrefix(path, "/docs/assets/") ||
 		path == "/" || strings.HasPrefix(path, "/static/")
 }
 

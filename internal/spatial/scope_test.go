@@ -1,4 +1,4 @@
-package auth
+package spatial
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"github.com/geogate/geogate/internal/testenv"
 )
 
-func mustScope(t testing.TB, js string) *SpatialScope {
+func mustScope(t testing.TB, js string) *Scope {
 	t.Helper()
-	s, err := ParseSpatialScope([]byte(js))
+	s, err := Parse([]byte(js))
 	if err != nil || s == nil {
-		t.Fatalf("ParseSpatialScope(%s) = %v, %v", js, s, err)
+		t.Fatalf("Parse(%s) = %v, %v", js, s, err)
 	}
 	return s
 }
@@ -79,7 +79,7 @@ func TestContainsCircle(t *testing.T) {
 			}
 		})
 	}
-	var world *SpatialScope
+	var world *Scope
 	if !world.ContainsCircle(179, 89, 1e7) || world.ContainsCircle(0, 0, -1) {
 		t.Errorf("nil scope: want every valid circle inside and invalid ones refused")
 	}
@@ -150,16 +150,16 @@ func TestContainsGeometry(t *testing.T) {
 			}
 		})
 	}
-	var world *SpatialScope
+	var world *Scope
 	if !world.ContainsGeometry(mustGeom(t, lShape)) {
 		t.Errorf("nil scope refused a geometry")
 	}
 }
 
 func TestParseSpatialScope(t *testing.T) {
-	big := make([][]float64, 0, MaxScopeVertices+2)
-	for i := 0; i <= MaxScopeVertices; i++ {
-		a := 2 * math.Pi * float64(i) / float64(MaxScopeVertices+1)
+	big := make([][]float64, 0, MaxVertices+2)
+	for i := 0; i <= MaxVertices; i++ {
+		a := 2 * math.Pi * float64(i) / float64(MaxVertices+1)
 		big = append(big, []float64{math.Cos(a), math.Sin(a)})
 	}
 	big = append(big, big[0])
@@ -173,18 +173,18 @@ func TestParseSpatialScope(t *testing.T) {
 		`{"type":"MultiPolygon","coordinates":[]}`,
 		string(bigJSON),
 	} {
-		if s, err := ParseSpatialScope([]byte(bad)); err == nil {
-			t.Errorf("ParseSpatialScope(%.60s) = %v, want an error", bad, s)
+		if s, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%.60s) = %v, want an error", bad, s)
 		}
 	}
-	if s, err := ParseSpatialScope([]byte(" null ")); s != nil || err != nil {
-		t.Errorf("ParseSpatialScope(null) = %v, %v; want the whole world", s, err)
+	if s, err := Parse([]byte(" null ")); s != nil || err != nil {
+		t.Errorf("Parse(null) = %v, %v; want the whole world", s, err)
 	}
 	f := mustScope(t, `{"type":"Feature","properties":{},"geometry":`+lShape+`}`)
 	if f.Hash() != mustScope(t, lShape).Hash() {
 		t.Errorf("a Feature scope differs from its geometry")
 	}
-	if _, err := ParseSpatialScope([]byte(`{"type":"Feature","geometry":null}`)); err == nil {
+	if _, err := Parse([]byte(`{"type":"Feature","geometry":null}`)); err == nil {
 		t.Errorf("a Feature without geometry parsed")
 	}
 	z := mustScope(t, `{"type":"Polygon","coordinates":[[[0,0,5],[1,0,5],[1,1,5],[0,0,5]]]}`)
@@ -198,13 +198,13 @@ func TestScopeEncodings(t *testing.T) {
 	if a.Hash() != b.Hash() || a.Hash() == c.Hash() || len(a.Hash()) != 32 {
 		t.Errorf("Hash() = %s, %s, %s; want equal for equal boxes, different otherwise", a.Hash(), b.Hash(), c.Hash())
 	}
-	if (*SpatialScope)(nil).Hash() != "world" {
+	if (*Scope)(nil).Hash() != "world" {
 		t.Errorf("nil Hash() != world")
 	}
 	for _, js := range []string{berlinBox, lShape, splitAtDateLine, `[170,-60,-170,-30]`} {
 		s := mustScope(t, js)
 		out, _ := json.Marshal(s)
-		var back SpatialScope
+		var back Scope
 		if err := json.Unmarshal(out, &back); err != nil || back.Hash() != s.Hash() {
 			t.Errorf("JSON round trip of %s: %s, %v", js, out, err)
 		}
@@ -295,8 +295,8 @@ func TestCircleTightForBoxes(t *testing.T) {
 	}
 }
 
-func ExampleSpatialScope_ContainsCircle() {
-	s, _ := ParseSpatialScope([]byte(`[13,52,14,53]`))
+func ExampleScope_ContainsCircle() {
+	s, _ := Parse([]byte(`[13,52,14,53]`))
 	fmt.Println(s.ContainsCircle(13.4, 52.5, 500))
 	fmt.Println(s.ContainsCircle(13.4, 52.5, 50_000))
 	fmt.Println(strings.HasPrefix(s.String(), "[13,52"))

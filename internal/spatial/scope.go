@@ -1,4 +1,4 @@
-package auth
+package spatial
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"github.com/twpayne/go-geom/encoding/wkb"
 )
 
-// MaxScopeVertices bounds the size of a polygon spatial scope, so that every
+// MaxVertices bounds the size of a polygon spatial scope, so that every
 // check against it stays cheap.
-const MaxScopeVertices = 1000
+const MaxVertices = 1000
 
 // minEarthRadius is the smallest radius of curvature of the WGS84 ellipsoid
 // (the meridional radius at the equator), shaved a little further. Turning
@@ -25,13 +25,13 @@ const MaxScopeVertices = 1000
 // judged inside a scope when on the ellipsoid it is not.
 const minEarthRadius = 6_335_000.0
 
-// SpatialScope is the part of the world a caller may query: a longitude /
+// Scope is the part of the world a caller may query: a longitude /
 // latitude box (which may cross the antimeridian when minLng > maxLng) or a
 // polygon or multipolygon in WGS84. Edges are straight lines in longitude
 // and latitude, as in PostGIS geometry(…, 4326).
 //
-// A nil *SpatialScope is the whole world: every check on it succeeds.
-type SpatialScope struct {
+// A nil *Scope is the whole world: every check on it succeeds.
+type Scope struct {
 	boxes []box    // a box scope, split at the antimeridian; nil for polygons
 	polys [][][]pt // a polygon scope: polygons of closed rings, outer ring first
 	bound box      // bounds of polys
@@ -55,21 +55,21 @@ func (b box) overlaps(o box) bool {
 	return b.minX <= o.maxX && o.minX <= b.maxX && b.minY <= o.maxY && o.minY <= b.maxY
 }
 
-// ErrBadScope is returned for a spatial scope that cannot be used.
-var ErrBadScope = errors.New("spatial scope must be [minLng,minLat,maxLng,maxLat] or a GeoJSON Polygon or MultiPolygon in WGS84")
+// ErrInvalid is returned for a spatial scope that cannot be used.
+var ErrInvalid = errors.New("spatial scope must be [minLng,minLat,maxLng,maxLat] or a GeoJSON Polygon or MultiPolygon in WGS84")
 
-// NewBBoxScope returns the scope of a longitude/latitude box. minLng may
+// NewBBox returns the scope of a longitude/latitude box. minLng may
 // exceed maxLng for a box that crosses the antimeridian.
-func NewBBoxScope(minLng, minLat, maxLng, maxLat float64) (*SpatialScope, error) {
+func NewBBox(minLng, minLat, maxLng, maxLat float64) (*Scope, error) {
 	for _, v := range []float64{minLng, minLat, maxLng, maxLat} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, ErrBadScope
+			return nil, ErrInvalid
 		}
 	}
 	if minLng < -180 || maxLng > 180 || minLng > 180 || maxLng < -180 || minLat < -90 || maxLat > 90 || minLat >= maxLat || minLng == maxLng {
-		return nil, fmt.Errorf("%w: longitudes within [-180,180], latitudes within [-90,90], min below max", ErrBadScope)
+		return nil, fmt.Errorf("%w: longitudes within [-180,180], latitudes within [-90,90], min below max", ErrInvalid)
 	}
-	s := &SpatialScope{}
+	s := &Scope{}
 	if minLng < maxLng {
 		s.boxes = []box{{minLng, minLat, maxLng, maxLat}}
 	} else {
@@ -86,32 +86,32 @@ func NewBBoxScope(minLng, minLat, maxLng, maxLat float64) (*SpatialScope, error)
 	return s.finish(mp, raw)
 }
 
-// NewGeometryScope returns the scope of a Polygon or MultiPolygon.
-func NewGeometryScope(g geom.T) (*SpatialScope, error) {
+// NewGeometry returns the scope of a Polygon or MultiPolygon.
+func NewGeometry(g geom.T) (*Scope, error) {
 	var mp *geom.MultiPolygon
 	switch g := g.(type) {
 	case *geom.Polygon:
 		mp = geom.NewMultiPolygon(geom.XY)
 		if err := mp.Push(toXYPolygon(g)); err != nil {
-			return nil, ErrBadScope
+			return nil, ErrInvalid
 		}
 	case *geom.MultiPolygon:
 		mp = geom.NewMultiPolygon(geom.XY)
 		for i := 0; i < g.NumPolygons(); i++ {
 			if err := mp.Push(toXYPolygon(g.Polygon(i))); err != nil {
-				return nil, ErrBadScope
+				return nil, ErrInvalid
 			}
 		}
 	default:
-		return nil, ErrBadScope
+		return nil, ErrInvalid
 	}
 	if mp.NumPolygons() == 0 {
-		return nil, fmt.Errorf("%w: it is empty", ErrBadScope)
+		return nil, fmt.Errorf("%w: it is empty", ErrInvalid)
 	}
-	if n := len(mp.FlatCoords()) / 2; n > MaxScopeVertices {
-		return nil, fmt.Errorf("%w: at most %d vertices, got %d", ErrBadScope, MaxScopeVertices, n)
+	if n := len(mp.FlatCoords()) / 2; n > MaxVertices {
+		return nil, fmt.Errorf("%w: at most %d vertices, got %d", ErrInvalid, MaxVertices, n)
 	}
-	s := &SpatialScope{bound: box{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}}
+	s := &Scope{bound: box{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}}
 	for i := 0; i < mp.NumPolygons(); i++ {
 		p := mp.Polygon(i)
 		var rings [][]pt
@@ -130,7 +130,7 @@ func NewGeometryScope(g geom.T) (*SpatialScope, error) {
 	}
 	raw, err := geojson.Marshal(mp)
 	if err != nil {
-		return nil, ErrBadScope
+		return nil, ErrInvalid
 	}
 	return s.finish(mp, raw)
 }
@@ -155,26 +155,26 @@ func toXYPolygon(p *geom.Polygon) *geom.Polygon {
 func ringPoints(flat []float64) ([]pt, error) {
 	n := len(flat) / 2
 	if n < 4 {
-		return nil, fmt.Errorf("%w: a ring needs at least 4 positions", ErrBadScope)
+		return nil, fmt.Errorf("%w: a ring needs at least 4 positions", ErrInvalid)
 	}
 	r := make([]pt, n)
 	for i := range r {
 		x, y := flat[2*i], flat[2*i+1]
 		if math.IsNaN(x) || math.IsNaN(y) || x < -180 || x > 180 || y < -90 || y > 90 {
-			return nil, fmt.Errorf("%w: positions must be [lng,lat] within [-180,180] and [-90,90]", ErrBadScope)
+			return nil, fmt.Errorf("%w: positions must be [lng,lat] within [-180,180] and [-90,90]", ErrInvalid)
 		}
 		r[i] = pt{x, y}
 	}
 	if r[0] != r[n-1] {
-		return nil, fmt.Errorf("%w: rings must be closed", ErrBadScope)
+		return nil, fmt.Errorf("%w: rings must be closed", ErrInvalid)
 	}
 	return r, nil
 }
 
-func (s *SpatialScope) finish(mp *geom.MultiPolygon, raw []byte) (*SpatialScope, error) {
+func (s *Scope) finish(mp *geom.MultiPolygon, raw []byte) (*Scope, error) {
 	b, err := wkb.Marshal(mp, binary.LittleEndian)
 	if err != nil {
-		return nil, ErrBadScope
+		return nil, ErrInvalid
 	}
 	mp.SetSRID(4326)
 	sum := sha256.Sum256(b)
@@ -182,10 +182,10 @@ func (s *SpatialScope) finish(mp *geom.MultiPolygon, raw []byte) (*SpatialScope,
 	return s, nil
 }
 
-// ParseSpatialScope parses a scope from JSON: null (the whole world, nil),
+// Parse parses a scope from JSON: null (the whole world, nil),
 // an array [minLng,minLat,maxLng,maxLat], or a GeoJSON Polygon or
 // MultiPolygon geometry (or a Feature holding one).
-func ParseSpatialScope(data []byte) (*SpatialScope, error) {
+func Parse(data []byte) (*Scope, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		return nil, nil
@@ -193,9 +193,9 @@ func ParseSpatialScope(data []byte) (*SpatialScope, error) {
 	if data[0] == '[' {
 		var bb []float64
 		if err := json.Unmarshal(data, &bb); err != nil || len(bb) != 4 {
-			return nil, ErrBadScope
+			return nil, ErrInvalid
 		}
-		return NewBBoxScope(bb[0], bb[1], bb[2], bb[3])
+		return NewBBox(bb[0], bb[1], bb[2], bb[3])
 	}
 	// A Feature stands for its geometry (files exported by GIS tools).
 	var f struct {
@@ -207,28 +207,28 @@ func ParseSpatialScope(data []byte) (*SpatialScope, error) {
 	}
 	var g geom.T
 	if err := geojson.Unmarshal(data, &g); err != nil {
-		return nil, ErrBadScope
+		return nil, ErrInvalid
 	}
-	return NewGeometryScope(g)
+	return NewGeometry(g)
 }
 
 // MarshalJSON returns the scope's canonical JSON: the bbox array it was
 // made from, or a GeoJSON MultiPolygon.
-func (s *SpatialScope) MarshalJSON() ([]byte, error) {
+func (s *Scope) MarshalJSON() ([]byte, error) {
 	if s == nil {
 		return []byte("null"), nil
 	}
 	return s.raw, nil
 }
 
-// UnmarshalJSON parses what MarshalJSON returns (see ParseSpatialScope).
-func (s *SpatialScope) UnmarshalJSON(data []byte) error {
-	p, err := ParseSpatialScope(data)
+// UnmarshalJSON parses what MarshalJSON returns (see Parse).
+func (s *Scope) UnmarshalJSON(data []byte) error {
+	p, err := Parse(data)
 	if err != nil {
 		return err
 	}
 	if p == nil {
-		*s = SpatialScope{}
+		*s = Scope{}
 		return nil
 	}
 	*s = *p
@@ -236,7 +236,7 @@ func (s *SpatialScope) UnmarshalJSON(data []byte) error {
 }
 
 // String returns the canonical JSON form, for logs and listings.
-func (s *SpatialScope) String() string {
+func (s *Scope) String() string {
 	if s == nil {
 		return "world"
 	}
@@ -246,7 +246,7 @@ func (s *SpatialScope) String() string {
 // WKB returns the scope as a little-endian WKB MultiPolygon (SRID 4326 is
 // implied: wrap it in ST_SetSRID(ST_GeomFromWKB($1), 4326) in SQL). It is nil
 // for the whole world.
-func (s *SpatialScope) WKB() []byte {
+func (s *Scope) WKB() []byte {
 	if s == nil {
 		return nil
 	}
@@ -255,7 +255,7 @@ func (s *SpatialScope) WKB() []byte {
 
 // Geometry returns the scope as a MultiPolygon with SRID 4326, or nil for
 // the whole world. Callers must not modify it.
-func (s *SpatialScope) Geometry() *geom.MultiPolygon {
+func (s *Scope) Geometry() *geom.MultiPolygon {
 	if s == nil {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (s *SpatialScope) Geometry() *geom.MultiPolygon {
 
 // Hash returns a short stable hex string that identifies the scope's shape,
 // for cache keys; "world" for the whole world.
-func (s *SpatialScope) Hash() string {
+func (s *Scope) Hash() string {
 	if s == nil {
 		return "world"
 	}

@@ -1,4 +1,4 @@
-package auth
+package spatial
 
 import (
 	"math"
@@ -16,13 +16,13 @@ import (
 // polygon it refuses a few circles that fit only into concave corners.
 // Invalid input (NaN, out-of-range coordinates, negative radius) is never
 // contained.
-func (s *SpatialScope) ContainsCircle(lng, lat, radiusMeters float64) bool {
+func (s *Scope) ContainsCircle(lng, lat, radiusMeters float64) bool {
 	return s.containsParts(circleBoxes(lng, lat, radiusMeters))
 }
 
 // containsParts reports whether every box of a valid (ok) shape lies
 // inside the scope; a nil scope holds everything valid.
-func (s *SpatialScope) containsParts(parts []box, ok bool) bool {
+func (s *Scope) containsParts(parts []box, ok bool) bool {
 	if !ok {
 		return false
 	}
@@ -86,14 +86,14 @@ func bboxParts(minLng, minLat, maxLng, maxLat float64) ([]box, bool) {
 // ContainsBBox reports whether the whole box lies inside the scope (its
 // boundary counts as inside). minLng > maxLng means a box crossing the
 // antimeridian. An invalid box is never contained.
-func (s *SpatialScope) ContainsBBox(minLng, minLat, maxLng, maxLat float64) bool {
+func (s *Scope) ContainsBBox(minLng, minLat, maxLng, maxLat float64) bool {
 	return s.containsParts(bboxParts(minLng, minLat, maxLng, maxLat))
 }
 
 // IntersectsBBox reports whether the box and the scope share any point.
 // With ContainsBBox it sorts a tile into wholly inside, straddling, or
 // wholly outside. An invalid box intersects nothing.
-func (s *SpatialScope) IntersectsBBox(minLng, minLat, maxLng, maxLat float64) bool {
+func (s *Scope) IntersectsBBox(minLng, minLat, maxLng, maxLat float64) bool {
 	parts, ok := bboxParts(minLng, minLat, maxLng, maxLat)
 	if !ok {
 		return false
@@ -109,7 +109,7 @@ func (s *SpatialScope) IntersectsBBox(minLng, minLat, maxLng, maxLat float64) bo
 	return false
 }
 
-func (s *SpatialScope) containsBox(b box) bool {
+func (s *Scope) containsBox(b box) bool {
 	if s.boxes != nil {
 		for _, sb := range s.boxes {
 			if b.within(sb) {
@@ -143,7 +143,7 @@ func (s *SpatialScope) containsBox(b box) bool {
 	return s.pointIn(pt{(b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2})
 }
 
-func (s *SpatialScope) intersectsBox(b box) bool {
+func (s *Scope) intersectsBox(b box) bool {
 	if s.boxes != nil {
 		for _, sb := range s.boxes {
 			if b.overlaps(sb) {
@@ -173,7 +173,7 @@ func (s *SpatialScope) intersectsBox(b box) bool {
 }
 
 // pointIn reports whether p lies in the closed area of a polygon scope.
-func (s *SpatialScope) pointIn(p pt) bool {
+func (s *Scope) pointIn(p pt) bool {
 	for _, rings := range s.polys {
 		if inPolygon(p, rings) {
 			return true
@@ -186,7 +186,7 @@ func (s *SpatialScope) pointIn(p pt) bool {
 // its boundary is allowed). Edges are straight in longitude and latitude,
 // as in PostGIS geometry. Empty or unsupported geometries are not
 // contained.
-func (s *SpatialScope) ContainsGeometry(g geom.T) bool {
+func (s *Scope) ContainsGeometry(g geom.T) bool {
 	if g == nil || g.Empty() {
 		return false
 	}
@@ -233,7 +233,7 @@ func (s *SpatialScope) ContainsGeometry(g geom.T) bool {
 // pathIn reports whether every point of the polyline l lies in the scope:
 // each segment is cut where it meets a scope edge, and the middle of each
 // piece, which cannot cross the boundary, is tested.
-func (s *SpatialScope) pathIn(l []pt) bool {
+func (s *Scope) pathIn(l []pt) bool {
 	for _, p := range l {
 		if !s.pointIn(p) {
 			return false

@@ -1,11 +1,14 @@
-package auth
+package httpx
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/gin-gonic/gin"
 )
 
 // TrustedProxies is a set of networks whose X-Forwarded-For and X-Real-IP
@@ -138,17 +141,35 @@ func parseHostPort(s string) netip.Addr {
 	return a.WithZone("").Unmap()
 }
 
-// IPKey returns the identity of an anonymous client at a: the address for
-// IPv4, and the /64 network for IPv6, since one host commonly holds a whole
-// /64 ("2001:db8:1:2::/64").
-func IPKey(a netip.Addr) string {
-	if !a.IsValid() {
-		return "unknown"
+type clientKey struct{}
+
+// ClientAddress is the middleware that resolves each request's client
+// address once, through trusted (see ClientIP), for every later reader:
+// authentication, the access log, the URLs a response builds. It is the
+// only place that reads X-Forwarded-For and X-Real-IP.
+func ClientAddress(trusted TrustedProxies) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		cl := Client{Addr: ClientIP(c.Request, trusted), ViaProxy: trusted.Trusts(parseHostPort(c.Request.RemoteAddr))}
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), clientKey{}, cl))
+		c.Next()
 	}
-	a = a.Unmap()
-	if a.Is4() {
-		return a.String()
+}
+
+// Client is where a request came from.
+type Client struct {
+	// Addr is the client's address; invalid only when the connection's
+	// own address is unknown.
+	Addr netip.Addr
+	// ViaProxy says the connection's peer is a trusted proxy, whose
+	// X-Forwarded-Proto and X-Forwarded-Host may be believed too.
+	ViaProxy bool
+}
+
+// ClientOf returns the client of r as ClientAddress resolved it; without
+// that middleware, the connection's peer, trusted by nobody.
+func ClientOf(r *http.Request) Client {
+	if cl, ok := r.Context().Value(clientKey{}).(Client); ok {
+		return cl
 	}
-	p, _ := a.Prefix(64)
-	return p.String()
+	return Client{Addr: parseHostPort(r.RemoteAddr)}
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/health"
+	"github.com/geogate/geogate/internal/openapi"
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/ratelimit"
+	"github.com/geogate/geogate/internal/rdb"
+	"github.com/geogate/geogate/internal/spatial"
+	"github.com/geogate/geogate/internal/tiles"
+)
+
+// The rate-limit policies the routes spend; config holds their windows.
+const (
+	policyGeofence    = "geofence"     // /within and every geofence route
+	policyTiles       = "tiles"        // a tile that has to be rendered
+	policyTilesCached = "tiles-cached" // a tile served from the cache
+)
+
+// services are what the routes are served by, each built once.
+type services struct {
+	registry *prometheus.Registry
+	authn    *auth.Authenticator
+	limiter  *ratelimit.Limiter
+	health   *health.Handler
+	docs     *openapi.Docs
+	geofence *geofence.Handler
+	tiles    *tiles.Handler
+}
+
+// newServices builds every capability from the configuration and the
+// shared clients. ctx ends when the service shuts down; background work
+// started here (the JWKS refresh, the tile version listener, the
+// limiter's pipeline senders) stops with it.
+func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (*services, error) {
+	s := &services{registry: prometheus.NewRegistry()}
+	s.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		pg.NewCollector(d.db),
+		rdb.NewCollector(d.redis),
+	)
+	tileDB := d.db
+	if d.tileDB != nil {
+		tileDB = d.tileDB
+		s.registry.MustRegister(pg.NewNamedCollector(tileDB, "tiles"))
+	}
+	var err error
+	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry}); err != nil {
+		return nil, err
+	}
+	s.limiter, err = ratelimit.New(d.redis, cfg.RateLimit, ratelimit.Options{
+		Timeout: cfg.Redis.Timeout, Registerer: s.registry, Logger: log, Pipeline: cfg.Redis.Pipeline,
+	})
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, s.limiter.Close)
+	s.health = health.New(cfg.Redis.Timeout*4, map[string]health.Check{
+		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
+		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
+	}, d.draining.Load)
+	if s.docs, err = openapi.New(cfg.Geofence.Rules.Limits); err != nil {
+		return nil, err
+	}
+	// Only renders (cache misses) spend the tiles budget; cached tiles
+	// pass the generous tiles-cached policy. A policy's concurrency cap
+	// holds its slot until the tile is answered.
+	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis}, tiles.Options{
+		Scope:      spatialScope,
+		OnMiss:     s.charge(policyTiles),
+		OnHit:      s.charge(policyTilesCached),
+		Log:        log,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A fence write retires the tiles it changes before it answers.
+	committed := func(ctx context.Context) {
+		if err := s.tiles.Commit(ctx); err != nil {
+			log.Warn("tile versions not published after a write", "err", err.Error())
+		}
+	}
+	geo, err := geofence.New(ctx, d.db, cfg.Geofence, committed)
+	if err != nil {
+		return nil, err
+	}
+	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
+	return s, nil
+}
+
+// metrics serves the Prometheus registry.
+func (s *services) metrics() gin.HandlerFunc {
+	return gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+}
+
+// charge is a tile hook that spends one unit of policy for the caller.
+func (s *services) charge(policy string) tiles.Hook {
+	return func(c *gin.Context) (func(), bool) { return s.limiter.Admit(c, policy, 1, limitedAs) }
+}
+
+// limitedAs names who a request is rate limited as: its identity's limit
+// key and tier.
+func limitedAs(r *http.Request) (identity, tier string) {
+	id := auth.FromContext(r.Context())
+	return id.LimitKey(), id.Tier
+}
+
+// spatialScope is the part of the world the request's caller may reach;
+// nil is the whole world.
+func spatialScope(ctx context.Context) *spatial.Scope { return auth.FromContext(ctx).Spatial }
