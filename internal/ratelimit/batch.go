@@ -24,7 +24,9 @@ type batcher struct {
 }
 
 type call struct {
-	ctx  context.Context
+	// gone is closed once the caller no longer waits (its context's Done),
+	// so that a sender skips a call nobody reads.
+	gone <-chan struct{}
 	sc   *redis.Script
 	keys []string
 	args []any
@@ -48,7 +50,7 @@ func newBatcher(c redis.UniversalClient, max, workers int, timeout time.Duration
 
 // do runs one script call in the next pipeline.
 func (b *batcher) do(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
-	cl := &call{ctx: ctx, sc: sc, keys: keys, args: args, done: make(chan struct{})}
+	cl := &call{gone: ctx.Done(), sc: sc, keys: keys, args: args, done: make(chan struct{})}
 	select {
 	case b.in <- cl:
 	case <-ctx.Done():
@@ -93,10 +95,12 @@ func (b *batcher) exec(batch []*call) {
 	cmds := make([]*redis.Cmd, 0, len(batch))
 	live := batch[:0:0]
 	for _, cl := range batch {
-		if cl.ctx.Err() != nil {
-			cl.err = cl.ctx.Err()
+		select {
+		case <-cl.gone:
+			cl.err = context.Canceled // the caller returned its own context's error
 			close(cl.done)
 			continue
+		default:
 		}
 		cmds = append(cmds, pipe.EvalSha(ctx, cl.sc.Hash(), cl.keys, cl.args...))
 		live = append(live, cl)

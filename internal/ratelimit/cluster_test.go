@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -21,13 +22,24 @@ import (
 // returns how many were admitted.
 func concurrentAdmissions(t *testing.T, l *Limiter, id string, n int) int {
 	t.Helper()
+	got, err := admissions(l, id, n)
+	if err != nil {
+		t.Error(err)
+	}
+	return got
+}
+
+// admissions is concurrentAdmissions outside a test: the first error, if
+// any, with the count of the others.
+func admissions(l *Limiter, id string, n int) (int, error) {
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
+	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
 			d, err := l.Allow(context.Background(), "p", id, 1)
 			if err != nil {
-				t.Error(err)
+				errs <- err
 				return
 			}
 			if d.Allowed {
@@ -36,7 +48,8 @@ func concurrentAdmissions(t *testing.T, l *Limiter, id string, n int) int {
 		})
 	}
 	wg.Wait()
-	return int(admitted.Load())
+	close(errs)
+	return int(admitted.Load()), <-errs
 }
 
 // TestClusterExactness runs the exactness checks against a real
@@ -103,9 +116,6 @@ func TestClusterExactness(t *testing.T) {
 // binary re-executed), each firing 40 concurrent checks for the same
 // identity at the same moment; between them they admit exactly the limit.
 func TestProcessesShareOneLimit(t *testing.T) {
-	if os.Getenv("GEOGATE_RL_WORKER") != "" {
-		t.Skip("worker")
-	}
 	url := testenv.Getenv(t, "TEST_REDIS_URL")
 	for trial := range 2 {
 		id := testenv.Prefix(t)
@@ -113,8 +123,9 @@ func TestProcessesShareOneLimit(t *testing.T) {
 		var cmds []*exec.Cmd
 		var outs []*strings.Builder
 		for range 3 {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "GEOGATE_RL_WORKER="+id, "GEOGATE_RL_START="+strconv.FormatInt(start, 10), "TEST_REDIS_URL="+url)
+			// TestMain runs a worker instead of the tests in this process.
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), workerEnv+"="+id, "GEOGATE_RL_START="+strconv.FormatInt(start, 10), "TEST_REDIS_URL="+url)
 			out := &strings.Builder{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
@@ -140,17 +151,39 @@ func TestProcessesShareOneLimit(t *testing.T) {
 	}
 }
 
-// TestWorkerProcess is the body of one process of
-// TestProcessesShareOneLimit; on its own it does nothing.
-func TestWorkerProcess(t *testing.T) {
-	id := os.Getenv("GEOGATE_RL_WORKER")
-	if id == "" {
-		return
-	}
+// workerEnv names, in a process TestMain runs as a worker, the identity
+// whose limit it competes for.
+const workerEnv = "GEOGATE_RL_WORKER"
+
+// worker is the body of one process of TestProcessesShareOneLimit: at the
+// agreed moment it fires 40 concurrent checks for the identity and prints
+// how many were admitted. It returns the process's exit status.
+func worker(id string) int {
 	start, _ := strconv.ParseInt(os.Getenv("GEOGATE_RL_START"), 10, 64)
-	l := newLimiter(t, testenv.Redis(t), Log, "25/1m")
-	// Warm the connection pool so the burst is really concurrent.
-	_ = l.redis.c.Ping(context.Background()).Err()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rc, err := rdb.Open(ctx, os.Getenv("TEST_REDIS_URL"), 5*time.Second)
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 1
+	}
+	defer rc.Close()
+	ws, _ := ParseWindows("25/1m")
+	l, err := New(rc, map[string]Policy{"p": {Name: "p", Windows: ws, Algorithm: Log, Failure: FailClosed}}, Options{Timeout: 5 * time.Second})
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 1
+	}
+	// Warm the connection pool so the burst is really concurrent, then
+	// wait for the moment the three processes agreed on (pacing, not an
+	// assertion).
+	_ = rc.Ping(ctx).Err()
 	time.Sleep(time.Until(time.UnixMilli(start)))
-	fmt.Printf("admitted=%d\n", concurrentAdmissions(t, l, id, 40))
+	n, err := admissions(l, id, 40)
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 1
+	}
+	fmt.Printf("admitted=%d\n", n)
+	return 0
 }

@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if id := os.Getenv(workerEnv); id != "" {
+		os.Exit(worker(id)) // a process of TestProcessesShareOneLimit
+	}
 	code := m.Run()
 	testenv.StopRedisCluster()
 	os.Exit(code)
