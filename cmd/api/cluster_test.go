@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,12 +11,6 @@ import (
 
 	"github.com/geogate/geogate/internal/testenv"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.StopRedisCluster()
-	os.Exit(code)
-}
 
 // TestServiceOnRedisCluster runs the whole service on a three-master Redis
 // Cluster: concurrent requests for one API key admit exactly the limit,

@@ -141,7 +141,7 @@ func privateRedisService(t *testing.T, failure string) (string, *testenv.RedisPr
 	r := testenv.StartRedis(t)
 	base, _, _ := startServiceWithStop(t, map[string]string{
 		"DATABASE_URL":       placesDBURL(t),
-		"REDIS_URL":          "redis://" + r.Addr() + "/0",
+		"REDIS_URL":          r.URL(),
 		"REDIS_TIMEOUT":      "250ms",
 		"RATELIMIT_CONFIG":   policyFile(t, "5/1m", failure),
 		"DB_QUERY_TIMEOUT":   "2s",
@@ -149,7 +149,9 @@ func privateRedisService(t *testing.T, failure string) (string, *testenv.RedisPr
 		"RATELIMIT_TILES":    "100000/1s",
 		"DB_ACQUIRE_TIMEOUT": "1s",
 	})
-	rc := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
+	o := r.Options()
+	o.MaxRetries = -1
+	rc := redis.NewClient(o)
 	t.Cleanup(func() { _ = rc.Close() })
 	return contract.Proxy(t, base), r, rc
 }
@@ -489,7 +491,7 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	}
 	// A private Redis: the load must not spend the shared Redis's budget
 	// of anonymous loopback callers that other tests count on.
-	env["REDIS_URL"] = "redis://" + testenv.StartRedis(t).Addr() + "/0"
+	env["REDIS_URL"] = testenv.StartRedis(t).URL()
 	token := runCLI(t, env, "token", "--sub", "faults-"+testenv.Prefix(t), "--scopes", "all", "--ttl", "5m")
 	base, logs, stop := startServiceWithStop(t, env)
 	addr := strings.TrimPrefix(base, "http://")
@@ -615,7 +617,7 @@ func TestFaultPostgresStopped(t *testing.T) {
 	r := testenv.StartRedis(t)
 	base, _, _ := startServiceWithStop(t, map[string]string{
 		"DATABASE_URL":       pgp.URL(),
-		"REDIS_URL":          "redis://" + r.Addr() + "/0",
+		"REDIS_URL":          r.URL(),
 		"RATELIMIT_GEOFENCE": "100000/1s",
 		"DB_QUERY_TIMEOUT":   "2s",
 		"DB_ACQUIRE_TIMEOUT": "1s",
@@ -690,7 +692,7 @@ func TestFaultSlowQueries(t *testing.T) {
 	r := testenv.StartRedis(t)
 	base, _, _ := startServiceWithStop(t, map[string]string{
 		"DATABASE_URL":       dbURL,
-		"REDIS_URL":          "redis://" + r.Addr() + "/0",
+		"REDIS_URL":          r.URL(),
 		"RATELIMIT_GEOFENCE": "100000/1s",
 		"DB_MAX_CONNS":       "2",
 		"DB_QUERY_TIMEOUT":   "1s",

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,9 +13,10 @@ import (
 
 // startPprof serves net/http/pprof on addr, on a server of its own so that
 // the profiles never reach the public router. It returns once the address
-// is bound (a bind failure is a start-up error) and gives back a func that
+// is bound (a bind failure is a start-up error), printing its URL on
+// stdout (a port of 0 is picked by the system), and gives back a func that
 // closes the server and waits for it; a profile being taken is cut short.
-func startPprof(addr string, log *slog.Logger) (stop func(), err error) {
+func startPprof(addr string, log *slog.Logger, stdout io.Writer) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("PPROF_ADDR=%q: listen: %w", addr, err)
@@ -37,6 +39,7 @@ func startPprof(addr string, log *slog.Logger) (stop func(), err error) {
 		log.Warn("pprof listening on a non-loopback address: anyone who reaches it can read the process's memory profile and command line and slow it down; keep PPROF_ADDR private",
 			"addr", ln.Addr().String())
 	}
+	fmt.Fprintf(stdout, "%shttp://%s/debug/pprof/\n", pprofPrefix, ln.Addr())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -49,6 +52,9 @@ func startPprof(addr string, log *slog.Logger) (stop func(), err error) {
 		<-done
 	}, nil
 }
+
+// pprofPrefix starts the line naming the pprof listener's URL on stdout.
+const pprofPrefix = "pprof listening on "
 
 // isLoopback reports whether a listener's address is reachable only from
 // this machine.

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,9 +14,11 @@ import (
 )
 
 func TestPprofListener(t *testing.T) {
-	pprofPort := freePort(t)
-	pprofBase := fmt.Sprintf("http://127.0.0.1:%d", pprofPort)
-	base, logs, stop := startServiceWithStop(t, map[string]string{"PPROF_ADDR": fmt.Sprintf("127.0.0.1:%d", pprofPort)})
+	base, logs, stop := startServiceWithStop(t, map[string]string{"PPROF_ADDR": "127.0.0.1:0"})
+	pprofBase := strings.TrimSuffix(announced(logs.String(), pprofPrefix), "/debug/pprof/")
+	if pprofBase == "" {
+		t.Fatalf("no pprof URL printed; output:\n%s", logs)
+	}
 
 	t.Run("AllocsProfile", func(t *testing.T) {
 		code, body := getBody(t, pprofBase+"/debug/pprof/allocs?debug=0")
@@ -64,7 +65,7 @@ func TestPprofListener(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Fatalf("run() after shutdown = %v", err)
 		}
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", pprofPort), time.Second); err == nil {
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(pprofBase, "http://"), time.Second); err == nil {
 			c.Close()
 			t.Errorf("PPROF_ADDR still accepts connections after the service stopped")
 		}

@@ -10,43 +10,30 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/geogate/geogate/internal/testenv"
 )
 
-// apiProcessEnv marks a re-executed test binary as an API process.
+// apiProcessEnv marks a re-executed test binary as an API process:
+// TestMain runs main in it instead of the tests.
 const apiProcessEnv = "GEOGATE_API_PROCESS"
-
-// TestAPIProcess is the body of a process started by launchProcess: it
-// runs main as the api binary does (signals, settings from the
-// environment, exit status). On its own it does nothing.
-func TestAPIProcess(t *testing.T) {
-	if os.Getenv(apiProcessEnv) != "1" {
-		return
-	}
-	os.Args = os.Args[:1]
-	main()
-}
 
 // apiProcess is the service running as a separate OS process: this test
 // binary re-executed to run main, so that it is built with the same flags
 // (-race included) as the tests that drive it.
 type apiProcess struct {
-	base     string // http://127.0.0.1:port
-	addr     string // 127.0.0.1:port
-	env      map[string]string
-	attempts int // launches so far, the current one included
-	cmd      *exec.Cmd
-	logs     *syncBuffer
-	done     chan struct{} // closed once the process has exited
-	err      error         // cmd.Wait's result, set before done closes
+	base string // http://127.0.0.1:port, known once waitHealthy returns
+	addr string // 127.0.0.1:port
+	env  map[string]string
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{} // closed once the process has exited
+	err  error         // cmd.Wait's result, set before done closes
 }
 
-// maxLaunches bounds how often waitHealthy relaunches a process that lost
-// its port to another process between freePort and its own listen.
-const maxLaunches = 4
-
 // launchProcess starts the service as a child process with env as its
-// whole configuration (plus PORT, a free port) and returns at once; call
-// waitHealthy before using it. When the test ends the process still
+// whole configuration (plus PORT=0: it picks a free port and prints it)
+// and returns at once; call waitHealthy before using it. When the test ends the process still
 // running gets SIGTERM and must exit with status 0.
 func launchProcess(t *testing.T, env map[string]string) *apiProcess {
 	t.Helper()
@@ -66,20 +53,13 @@ func launchProcess(t *testing.T, env map[string]string) *apiProcess {
 	return p
 }
 
-// launch starts the process on a port free a moment ago. Another process
-// may bind that port before the child does: waitHealthy then launches
-// again, on a new port.
+// launch starts the process.
 func (p *apiProcess) launch(t *testing.T) {
 	t.Helper()
-	port := freePort(t)
-	p.attempts++
-	p.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	p.addr = fmt.Sprintf("127.0.0.1:%d", port)
 	p.logs = &syncBuffer{}
 	p.done = make(chan struct{})
-	p.err = nil
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestAPIProcess$", "-test.count=1")
-	p.cmd.Env = []string{apiProcessEnv + "=1", "PORT=" + fmt.Sprint(port)}
+	p.cmd = exec.Command(os.Args[0])
+	p.cmd.Env = []string{apiProcessEnv + "=1", "PORT=0"}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
 			p.cmd.Env = append(p.cmd.Env, k+"="+v)
@@ -112,34 +92,27 @@ func startProcess(t *testing.T, env map[string]string) *apiProcess {
 	return p
 }
 
-// waitHealthy waits until the process answers /healthz with 200, and
-// fails the test if it exits first or takes more than 30s. A process that
-// exits because its port was taken is launched again on another.
+// waitHealthy waits until the process prints the URL it listens on and
+// answers /healthz there with 200, and fails the test if it exits first or
+// takes more than 30s.
 func (p *apiProcess) waitHealthy(t *testing.T) {
 	t.Helper()
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.WaitFor(t, 30*time.Second, "the API process printing its URL", func() bool {
 		select {
 		case <-p.done:
-			logs := p.logs.String()
-			if strings.Contains(logs, "address already in use") && p.attempts < maxLaunches {
-				t.Logf("API process %s lost its port, launching it again: %v\n%s", p.addr, p.err, tail(logs, 1000))
-				p.launch(t)
-				continue
-			}
-			t.Fatalf("API process %s exited early: %v\nlogs:\n%s", p.addr, p.err, tail(logs, 4000))
+			t.Fatalf("API process exited early: %v\nlogs:\n%s", p.err, tail(p.logs.String(), 4000))
 		default:
 		}
-		if resp, err := client.Get(p.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+		p.base = announced(p.logs.String(), listeningPrefix)
+		return p.base != ""
+	})
+	p.addr = strings.TrimPrefix(p.base, "http://")
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(p.base + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/healthz = %v, %v; want 200\nlogs:\n%s", p.base, resp, err, tail(p.logs.String(), 4000))
 	}
-	t.Fatalf("API process %s did not answer /healthz within 30s; logs:\n%s", p.addr, tail(p.logs.String(), 4000))
+	resp.Body.Close()
 }
 
 // signal sends sig to the process.

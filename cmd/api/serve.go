@@ -18,6 +18,10 @@ import (
 	"github.com/geogate/geogate/internal/rdb"
 )
 
+// listeningPrefix starts the line api serve prints on stdout once it
+// accepts connections, followed by the service's base URL.
+const listeningPrefix = "geogate listening on "
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -39,7 +43,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(stderr, cfg.Server)
 	rdb.SetLogger(log)
 	if cfg.Server.PprofAddr != "" {
-		stopPprof, err := startPprof(cfg.Server.PprofAddr, log)
+		stopPprof, err := startPprof(cfg.Server.PprofAddr, log, stdout)
 		if err != nil {
 			return err
 		}
@@ -70,9 +74,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on port %d: %w", cfg.Server.Port, err)
 	}
-	// With PORT=0 the system picks the port: this line is how a caller
-	// (a test, a script) learns it.
-	log.Info("listening", "url", fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port))
+	// With PORT=0 the system picks the port. The line on stdout, printed
+	// at any LOG_LEVEL, is how a caller (a test, a script) learns it.
+	url := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
+	log.Info("listening", "url", url)
+	fmt.Fprintln(stdout, listeningPrefix+url)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -35,14 +35,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// announced returns the URL the service printed after prefix (see
+// listeningPrefix) in its output, or "" while it has printed none.
+func announced(out, prefix string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if u, ok := strings.CutPrefix(line, prefix); ok {
+			return strings.Replace(strings.TrimSpace(u), "localhost", "127.0.0.1", 1)
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ""
 }
 
 // envMap turns a map into a getenv func.
@@ -66,11 +67,10 @@ func startService(t *testing.T, extra map[string]string) (string, *syncBuffer) {
 func startServiceWithStop(t *testing.T, extra map[string]string) (string, *syncBuffer, func() error) {
 	t.Helper()
 	_, dbURL := testenv.DBWithURL(t)
-	port := freePort(t)
 	env := map[string]string{
 		"DATABASE_URL": dbURL,
 		"REDIS_URL":    testenv.Getenv(t, "TEST_REDIS_URL"),
-		"PORT":         fmt.Sprint(port),
+		"PORT":         "0", // the service picks a free port and prints it
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -79,7 +79,6 @@ func startServiceWithStop(t *testing.T, extra map[string]string) (string, *syncB
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, envMap(env), logs, logs) }()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var once sync.Once
 	var runErr error
 	stop := func() error {
@@ -98,23 +97,23 @@ func startServiceWithStop(t *testing.T, extra map[string]string) (string, *syncB
 			t.Errorf("run() after shutdown = %v, want nil", err)
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var base string
+	testenv.WaitFor(t, 15*time.Second, "the service printing its URL", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run() ended early: %v\nlogs:\n%s", err, logs)
 		default:
 		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, logs, stop
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+		base = announced(logs.String(), listeningPrefix)
+		return base != ""
+	})
+	// It listens before it prints: the first request is answered.
+	resp, err := http.Get(base + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/healthz = %v, %v; want 200\nlogs:\n%s", base, resp, err, logs)
 	}
-	t.Fatalf("service did not answer /healthz within 15s; logs:\n%s", logs)
-	return "", nil, nil
+	resp.Body.Close()
+	return base, logs, stop
 }
 
 func getJSON(t *testing.T, req *http.Request) (*http.Response, map[string]any) {

@@ -33,7 +33,7 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 		"DATABASE_URL": dbURL,
 		// A private Redis: the anonymous loopback identity must not spend
 		// the shared Redis's budget that other tests count on.
-		"REDIS_URL":          "redis://" + testenv.StartRedis(t).Addr() + "/0",
+		"REDIS_URL":          testenv.StartRedis(t).URL(),
 		"RATELIMIT_GEOFENCE": "100000/1s",
 		"RATELIMIT_TILES":    "100000/1s",
 		"SHUTDOWN_TIMEOUT":   shutdownTimeout.String(),

@@ -275,10 +275,9 @@ func TestSoak(t *testing.T) {
 	dur := soakDuration(t)
 	_, dbURL := testenv.DemoDBWithURL(t)
 	redisProc := testenv.StartRedis(t)
-	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	env := map[string]string{
 		"DATABASE_URL":           dbURL,
-		"REDIS_URL":              "redis://" + redisProc.Addr() + "/0",
+		"REDIS_URL":              redisProc.URL(),
 		"RATELIMIT_GEOFENCE":     "50/1s",
 		"RATELIMIT_TILES":        "50/1s",
 		"RATELIMIT_TILES_CACHED": "400/1s",
@@ -288,7 +287,7 @@ func TestSoak(t *testing.T) {
 		"DB_ACQUIRE_TIMEOUT": "10s",
 		"DB_QUERY_TIMEOUT":   "10s",
 		"LOG_LEVEL":          "warn",
-		"PPROF_ADDR":         pprofAddr,
+		"PPROF_ADDR":         "127.0.0.1:0",
 	}
 	const keys = 20
 	secrets := make([]string, 0, keys+1)
@@ -299,6 +298,7 @@ func TestSoak(t *testing.T) {
 	}
 	secrets = append(secrets, "") // anonymous: one identity, the client address
 	p := startProcess(t, env)
+	pprofAddr := strings.TrimSuffix(strings.TrimPrefix(announced(p.logs.String(), pprofPrefix), "http://"), "/debug/pprof/")
 	const (
 		workers       = 64
 		greedyWorkers = 32
@@ -403,7 +403,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	// Every window is 1s, and so is the TTL of every log and counter key.
-	rc := redis.NewClient(&redis.Options{Addr: redisProc.Addr()})
+	rc := redis.NewClient(redisProc.Options())
 	defer rc.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -153,7 +153,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	case c.Redis.URL == "" && slices.Contains(needs, NeedRedis):
 		r.fail("REDIS_URL", "", "is required, for example redis://localhost:6379/0")
 	case c.Redis.URL != "":
-		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel")
+		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel", "unix")
 	}
 	c.Auth = loadAuth(r, c.DB)
 	c.RateLimit = loadRateLimit(r)
@@ -181,7 +181,7 @@ func loadStatementTimeout(r *reader, longest time.Duration) time.Duration {
 
 var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$`)
 
-// checkListenAddr checks that v is host:port with a port from 1 to 65535
+// checkListenAddr checks that v is host:port with a port from 0 to 65535
 // and a host that is empty (every interface), an IP address or a name.
 func checkListenAddr(r *reader, name, v string) {
 	host, port, err := net.SplitHostPort(v)
@@ -189,8 +189,8 @@ func checkListenAddr(r *reader, name, v string) {
 		r.fail(name, v, "not host:port, for example 127.0.0.1:6060")
 		return
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		r.fail(name, v, "the port must be a number between 1 and 65535, for example 127.0.0.1:6060")
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		r.fail(name, v, "the port must be a number between 0 (any free port) and 65535, for example 127.0.0.1:6060")
 		return
 	}
 	if host != "" && net.ParseIP(host) == nil && !hostName.MatchString(host) {

@@ -68,7 +68,7 @@ func TestPprofAddr(t *testing.T) {
 		{"NoPort", "127.0.0.1", "", "not host:port"},
 		{"PortOnlyNumber", "6060", "", "not host:port"},
 		{"PortNotNumeric", "127.0.0.1:http", "", "port must be a number"},
-		{"PortZero", "127.0.0.1:0", "", "port must be a number"},
+		{"PortZero", "127.0.0.1:0", "127.0.0.1:0", ""},
 		{"PortTooLarge", "127.0.0.1:70000", "", "port must be a number"},
 		{"BadHost", "local host:6060", "", "host must be"},
 		{"URL", "http://127.0.0.1:6060", "", "not host:port"},

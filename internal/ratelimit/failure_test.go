@@ -38,11 +38,11 @@ func failureLimiter(t *testing.T, rdb redis.UniversalClient) *Limiter {
 	return l
 }
 
-func fastClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr: addr, DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond,
-		WriteTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true,
-	})
+func fastClient(p *testenv.RedisProcess) *redis.Client {
+	o := p.Options()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	o.MaxRetries, o.ContextTimeoutEnabled = -1, true
+	return redis.NewClient(o)
 }
 
 // checkModes asserts how each failure mode behaves while Redis is down.
@@ -81,7 +81,7 @@ func TestFailureModesWithUnreachableRedis(t *testing.T) {
 	// A port nobody listens on: connections are refused at once.
 	p := testenv.StartRedis(t)
 	p.Stop()
-	c := fastClient(p.Addr())
+	c := fastClient(p)
 	defer c.Close()
 	l := failureLimiter(t, c)
 	checkModes(t, l, testenv.Prefix(t))
@@ -97,7 +97,7 @@ func TestFailureModesWithHungRedis(t *testing.T) {
 	// A Redis that accepts connections but never answers: every call must
 	// end at the deadline, and the breaker must then stop waiting at all.
 	p := testenv.StartRedis(t)
-	c := fastClient(p.Addr())
+	c := fastClient(p)
 	defer c.Close()
 	l := failureLimiter(t, c)
 	ctx := context.Background()
@@ -117,7 +117,7 @@ func TestFailureModesWithHungRedis(t *testing.T) {
 
 func TestRecoveryAfterRedisRestart(t *testing.T) {
 	p := testenv.StartRedis(t)
-	c := fastClient(p.Addr())
+	c := fastClient(p)
 	defer c.Close()
 	l := failureLimiter(t, c)
 	ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,10 +21,14 @@ import (
 //	redis-cluster://[user:pass@]h1:p1,h2:p2        a Cluster, seeded by any nodes
 //	redis-sentinel://[user:pass@]h1:p1,h2:p2/name[?db=N&sentinel_password=...]
 //	                                              a Sentinel group and its master
+//	unix://[user:pass@]/path/to/redis.sock[?db=N]  one node on a Unix socket
 func ParseURL(raw string) (*redis.UniversalOptions, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL is malformed: %v", redactErr(err))
+	}
+	if u.Scheme == "unix" {
+		return parseUnixURL(u)
 	}
 	kind, secure := "", strings.HasPrefix(u.Scheme, "rediss")
 	switch strings.TrimPrefix(strings.TrimPrefix(u.Scheme, "rediss"), "redis") {
@@ -102,6 +107,30 @@ func Open(ctx context.Context, raw string, timeout time.Duration) (redis.Univers
 		return nil, fmt.Errorf("redis at %s is unreachable: %v", strings.Join(o.Addrs, ","), err)
 	}
 	return c, nil
+}
+
+// parseUnixURL is ParseURL for a node on a Unix socket: the URL's path is
+// the socket's.
+func parseUnixURL(u *url.URL) (*redis.UniversalOptions, error) {
+	if u.Host != "" || u.Path == "" {
+		return nil, fmt.Errorf("REDIS_URL: a unix URL names its socket as an absolute path, unix:///run/redis.sock")
+	}
+	o := &redis.UniversalOptions{Addrs: []string{u.Path}}
+	if u.User != nil {
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+	}
+	if db := u.Query().Get("db"); db != "" {
+		var err error
+		if o.DB, err = strconv.Atoi(db); err != nil || o.DB < 0 {
+			return nil, fmt.Errorf("REDIS_URL db %q is not a number", db)
+		}
+	}
+	o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", addr)
+	}
+	return o, nil
 }
 
 func splitHostPort(h string) (string, string, error) {

@@ -26,6 +26,7 @@ func TestParseURL(t *testing.T) {
 		{"SingleTLSPassword", "rediss://:s3cret@cache:6380/0", want{Addrs: []string{"cache:6380"}, Password: "s3cret", TLS: true}},
 		{"Cluster", "redis-cluster://a:7000,b:7001,c:7002", want{Addrs: []string{"a:7000", "b:7001", "c:7002"}, Cluster: true}},
 		{"Sentinel", "redis-sentinel://s1:26379,s2:26379/mymaster?db=1", want{Addrs: []string{"s1:26379", "s2:26379"}, DB: 1, MasterName: "mymaster"}},
+		{"UnixSocket", "unix://:s3cret@/run/redis/redis.sock?db=2", want{Addrs: []string{"/run/redis/redis.sock"}, DB: 2, Password: "s3cret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +52,8 @@ func TestParseURLErrors(t *testing.T) {
 		{"BadDB", "redis://x:6379/zero", "database"},
 		{"SeveralHostsSingle", "redis://a:1,b:2", "redis-cluster"},
 		{"SentinelWithoutMaster", "redis-sentinel://s1:26379", "master name"},
+		{"UnixWithHost", "unix://host/run/redis.sock", "absolute path"},
+		{"UnixBadDB", "unix:///run/redis.sock?db=x", "db"},
 		{"PasswordNotEchoed", "redis://:hunter2@x:port", "port"},
 	}
 	for _, tt := range tests {

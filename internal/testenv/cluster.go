@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,8 +20,11 @@ import (
 
 // RedisProcess is a redis-server this test binary started and owns: for
 // tests that stop and restart Redis, which the shared test Redis must never
-// go through.
+// go through. It listens on a Unix socket of its own, so that it never
+// meets another server over a port (a Cluster node, which must listen on
+// TCP, has a Port instead).
 type RedisProcess struct {
+	// Port is the TCP port of a Cluster node; 0 for a socket-only server.
 	Port int
 	dir  string
 	args []string
@@ -28,15 +32,36 @@ type RedisProcess struct {
 	cmd  *osexec.Cmd
 }
 
-// Addr is host:port of the process.
+// Socket is the path of the process's Unix socket.
+func (p *RedisProcess) Socket() string { return filepath.Join(p.dir, "redis.sock") }
+
+// URL is the REDIS_URL of the process.
+func (p *RedisProcess) URL() string { return "unix://" + p.Socket() }
+
+// Options are client options that reach the process.
+func (p *RedisProcess) Options() *redis.Options {
+	if p.Port != 0 {
+		return &redis.Options{Addr: p.Addr()}
+	}
+	return &redis.Options{Network: "unix", Addr: p.Socket()}
+}
+
+// Addr is host:port of a Cluster node.
 func (p *RedisProcess) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
 
-// StartRedis starts a private, non-persistent redis-server on a free
-// loopback port, stopped when the test ends. It fails the test when
+// StartRedis starts a private, non-persistent redis-server on a Unix
+// socket of its own, stopped when the test ends. It fails the test when
 // redis-server is missing or does not answer.
 func StartRedis(tb testing.TB, extra ...string) *RedisProcess {
 	tb.Helper()
-	p := &RedisProcess{Port: freePort(tb, false), dir: tb.TempDir(), args: extra}
+	// A short folder of its own: a socket path is limited to 107 bytes, and
+	// test names make long temporary folders.
+	dir, err := os.MkdirTemp("", "ggr-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	p := &RedisProcess{dir: dir, args: extra}
 	if err := p.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -44,16 +69,20 @@ func StartRedis(tb testing.TB, extra ...string) *RedisProcess {
 	return p
 }
 
-// Start (re)starts the process on its port and waits until it answers.
+// Start (re)starts the process on its socket or port and waits until it
+// answers.
 func (p *RedisProcess) Start() error {
 	bin, err := osexec.LookPath("redis-server")
 	if err != nil {
 		return fmt.Errorf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
-	args := append([]string{
-		"--port", strconv.Itoa(p.Port), "--bind", "127.0.0.1", "--dir", p.dir,
+	listen := []string{"--port", "0", "--unixsocket", p.Socket(), "--unixsocketperm", "700"}
+	if p.Port != 0 {
+		listen = []string{"--port", strconv.Itoa(p.Port), "--bind", "127.0.0.1"}
+	}
+	args := append(append(listen, "--dir", p.dir,
 		"--save", "", "--appendonly", "no", "--protected-mode", "no",
-	}, p.args...)
+	), p.args...)
 	cmd := osexec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	dieWithParent(cmd)
@@ -63,8 +92,11 @@ func (p *RedisProcess) Start() error {
 	p.mu.Lock()
 	p.cmd = cmd
 	p.mu.Unlock()
-	go func() { _ = cmd.Wait() }()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	o := p.Options()
+	o.MaxRetries = -1
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -74,12 +106,27 @@ func (p *RedisProcess) Start() error {
 		if err == nil {
 			return nil
 		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server %s exited at start: %w", p.where(), errExited)
+		default:
+		}
 		if time.Now().After(deadline) {
 			p.Stop()
-			return fmt.Errorf("redis-server on port %d did not answer: %v", p.Port, err)
+			return fmt.Errorf("redis-server %s did not answer: %v", p.where(), err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// errExited is a server that ended at start, as when its port was taken.
+var errExited = errors.New("the process ended")
+
+func (p *RedisProcess) where() string {
+	if p.Port != 0 {
+		return "on port " + strconv.Itoa(p.Port)
+	}
+	return "on " + p.Socket()
 }
 
 // Stop kills the process (as a crash would) and waits until its port is
@@ -94,8 +141,12 @@ func (p *RedisProcess) Stop() {
 	}
 	_ = cmd.Process.Signal(syscall.SIGCONT)
 	_ = cmd.Process.Kill()
+	network, addr := "unix", p.Socket()
+	if p.Port != 0 {
+		network, addr = "tcp", p.Addr()
+	}
 	for range 200 {
-		conn, err := net.DialTimeout("tcp", p.Addr(), 50*time.Millisecond)
+		conn, err := net.DialTimeout(network, addr, 50*time.Millisecond)
 		if err != nil {
 			return
 		}
@@ -115,35 +166,51 @@ func (p *RedisProcess) signal(s os.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || p.cmd.Process == nil {
-		return fmt.Errorf("redis-server on port %d is not running", p.Port)
+		return fmt.Errorf("redis-server %s is not running", p.where())
 	}
 	return p.cmd.Process.Signal(s)
 }
 
-// freePort returns a loopback port that is free now; with bus, port+10000
-// (a Cluster node's bus port) is free too.
-func freePort(tb testing.TB, bus bool) int {
-	tb.Helper()
+// clusterPort returns a loopback port that, with port+10000 (a Cluster
+// node's bus port), was free a moment ago. redis-server cannot listen on a
+// port the system picks, so another process may take it before the node
+// does: startNode then tries another.
+func clusterPort() (int, error) {
 	for range 100 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			tb.Fatal(err)
+			return 0, err
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
-		if !bus {
-			return port
-		}
 		if port+10000 > 65535 {
 			continue
 		}
 		if ln2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err == nil {
 			_ = ln2.Close()
-			return port
+			return port, nil
 		}
 	}
-	tb.Fatal("no free port")
-	return 0
+	return 0, errors.New("no free pair of ports for a Cluster node")
+}
+
+// startNode starts a Cluster node in dir, on another port when the one it
+// picked was taken in the meantime.
+func startNode(dir string) (*RedisProcess, error) {
+	var err error
+	for range 5 {
+		p := &RedisProcess{dir: dir, args: []string{
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+		}}
+		if p.Port, err = clusterPort(); err != nil {
+			return nil, err
+		}
+		if err = p.Start(); !errors.Is(err, errExited) {
+			return p, err
+		}
+		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
+	}
+	return nil, err
 }
 
 var cluster struct {
@@ -201,10 +268,8 @@ func startCluster(tb testing.TB) error {
 		if err := os.Mkdir(nd, 0o755); err != nil {
 			return err
 		}
-		p := &RedisProcess{Port: freePort(tb, true), dir: nd, args: []string{
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-		}}
-		if err := p.Start(); err != nil {
+		p, err := startNode(nd)
+		if err != nil {
 			return err
 		}
 		cluster.nodes = append(cluster.nodes, p)

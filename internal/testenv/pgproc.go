@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"os/user"
@@ -20,9 +21,9 @@ import (
 // PostgresProcess is a PostgreSQL server this test binary started and
 // owns, for tests that stop and restart the database, which the shared
 // test server must never go through. Its superuser is geogate (trust
-// authentication on loopback).
+// authentication). It listens on a Unix socket in a folder of its own and
+// on no TCP port, so that it never meets another server over a port.
 type PostgresProcess struct {
-	Port int
 	dir  string // holds data/ and the socket
 	bin  string
 	cred *syscall.Credential // the postgres user when running as root
@@ -33,12 +34,11 @@ type PostgresProcess struct {
 
 // URL is the connection URL of the process's "postgres" database.
 func (p *PostgresProcess) URL() string {
-	return fmt.Sprintf("postgres://geogate@127.0.0.1:%d/postgres?sslmode=disable", p.Port)
+	return "postgres://geogate@/postgres?host=" + url.QueryEscape(p.dir) + "&sslmode=disable"
 }
 
-// StartPostgres creates a throw-away cluster (initdb, no fsync) on a free
-// loopback port and starts it; it is stopped and removed when the test
-// ends. As root, the cluster belongs to the postgres user, as PostgreSQL
+// StartPostgres creates a throw-away cluster (initdb, no fsync) and starts
+// it; it is stopped and removed when the test ends. As root, the cluster belongs to the postgres user, as PostgreSQL
 // refuses to run as root.
 func StartPostgres(tb testing.TB) *PostgresProcess {
 	tb.Helper()
@@ -51,7 +51,7 @@ func StartPostgres(tb testing.TB) *PostgresProcess {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
-	p := &PostgresProcess{Port: freePort(tb, false), dir: dir, bin: bin}
+	p := &PostgresProcess{dir: dir, bin: bin}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -72,9 +72,9 @@ func StartPostgres(tb testing.TB) *PostgresProcess {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		tb.Fatalf("initdb: %v\n%s", err, out)
 	}
-	conf := fmt.Sprintf("listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\n"+
+	conf := fmt.Sprintf("listen_addresses = ''\nunix_socket_directories = '%s'\n"+
 		"max_connections = 50\nshared_buffers = 32MB\njit = off\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n",
-		p.Port, dir)
+		dir)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(conf)
@@ -124,8 +124,7 @@ func (p *PostgresProcess) command(name string, args ...string) *osexec.Cmd {
 	return cmd
 }
 
-// Start (re)starts the server on its port and waits until it accepts
-// connections.
+// Start (re)starts the server and waits until it accepts connections.
 func (p *PostgresProcess) Start() error {
 	logf, err := os.OpenFile(filepath.Join(p.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o666)
 	if err != nil {
@@ -155,12 +154,12 @@ func (p *PostgresProcess) Start() error {
 		select {
 		case <-done:
 			log, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
-			return fmt.Errorf("postgres on port %d exited: %s", p.Port, log)
+			return fmt.Errorf("postgres in %s exited: %s", p.dir, log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			p.Stop()
-			return fmt.Errorf("postgres on port %d did not accept connections: %v", p.Port, err)
+			return fmt.Errorf("postgres in %s did not accept connections: %v", p.dir, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

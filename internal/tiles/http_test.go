@@ -319,7 +319,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	proc := testenv.StartRedis(t)
-	rc, err := rdb.Open(context.Background(), "redis://"+proc.Addr()+"/0", 200*time.Millisecond)
+	rc, err := rdb.Open(context.Background(), proc.URL(), 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
