@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/testenv"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestLogsHoldNoSecrets sends good and bad API keys and bearer tokens and
@@ -117,4 +119,58 @@ func logLine(logs, marker string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestRedisKeysHoldNoSecrets: whatever credentials a request carries (a
+// good key, an unknown key, a bearer token), the rate-limit keys in Redis
+// name the identity (key:<id>, sub:<subject>, ip:<address>), never a
+// secret or a token.
+func TestRedisKeysHoldNoSecrets(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	redisProc := testenv.StartRedis(t) // its own Redis: every key in it is this test's
+	const jwtSecret = "redis-keys-signing-key-0123456789abcdef"
+	env := map[string]string{
+		"DATABASE_URL": dbURL, "REDIS_URL": redisProc.URL(), "JWT_HS256_SECRET": jwtSecret,
+	}
+	id := "rk-" + testenv.Prefix(t)
+	secret := runCLI(t, env, "keys", "create", "--name", id, "--scopes", "proximity:read,tiles:read")
+	token := runCLI(t, env, "token", "--sub", "sub-"+id, "--scopes", "proximity:read", "--ttl", "5m")
+	const fakeKey = "gg_nobody_f4k3s3cr3tv4lu3"
+	base, _ := startService(t, env)
+	for _, h := range []struct{ name, value string }{
+		{"x-api-key", secret}, {"x-api-key", fakeKey}, {"Authorization", "Bearer " + token}, {"", ""},
+	} {
+		for _, path := range []string{"/within?lng=13.4&lat=52.5&radius=500", "/tiles/places/4/8/5.mvt"} {
+			req, _ := http.NewRequest("GET", base+path, nil)
+			if h.name != "" {
+				req.Header.Set(h.name, h.value)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	ctx := context.Background()
+	keys, err := redis.NewClient(redisProc.Options()).Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"rl:geofence:key:" + id: false, "rl:geofence:sub:sub-" + id: false}
+	for _, k := range keys {
+		if _, ok := want[k]; ok {
+			want[k] = true
+		}
+		for name, s := range map[string]string{"API key secret": secret, "unknown key": fakeKey, "token": token} {
+			if strings.Contains(k, s) {
+				t.Errorf("Redis key %q holds the %s", k, name)
+			}
+		}
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("no Redis key %s among %v", k, keys)
+		}
+	}
 }
