@@ -36,6 +36,7 @@ func (p *RedisProcess) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port
 // redis-server is missing or does not answer.
 func StartRedis(tb testing.TB, extra ...string) *RedisProcess {
 	tb.Helper()
+	NeedServices(tb, "redis-server (a private Redis process)")
 	p := &RedisProcess{Port: freePort(tb, false), dir: tb.TempDir(), args: extra}
 	if err := p.Start(); err != nil {
 		tb.Fatal(err)
@@ -160,6 +161,7 @@ var cluster struct {
 // The test fails when the cluster cannot start.
 func RedisCluster(tb testing.TB) redis.UniversalClient {
 	tb.Helper()
+	NeedServices(tb, "redis-server and redis-cli (a private Redis Cluster)")
 	cluster.once.Do(func() { cluster.err = startCluster(tb) })
 	if cluster.err != nil {
 		tb.Fatalf("redis cluster: %v", cluster.err)
