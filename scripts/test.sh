@@ -15,6 +15,10 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
   fi
 fi
 
+# services.sh reuses and stops only the servers it started: checked first,
+# on ports of its own (about 10 s), since everything below relies on it.
+scripts/services_test.sh
+
 env_lines=$(scripts/services.sh start test)
 TEST_DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
 TEST_REDIS_URL=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')
