@@ -15,6 +15,19 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
   fi
 fi
 
+# The API description passes Redocly's recommended rules (redocly.yaml at
+# the root, exceptions with reasons in .redocly.lint-ignore.yaml). npx
+# fetches the pinned version into npm's cache once; later runs start it
+# from there in about a second. It needs Node.js 20.19 or later.
+redocly=@redocly/cli@2.77.0
+if ! command -v npx >/dev/null 2>&1; then
+  echo "npx is missing: install Node.js (20.19 or later) and npm, to lint the OpenAPI document with $redocly" >&2
+  exit 1
+fi
+echo "lint internal/openapi/openapi.yaml with $redocly"
+REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_UPDATE_NOTIFIER=1 \
+  npx --yes "$redocly" lint --format=stylish
+
 # services.sh reuses and stops only the servers it started: checked first,
 # on ports of its own (about 10 s), since everything below relies on it.
 scripts/services_test.sh
