@@ -20,8 +20,9 @@ fi
 # fetches the pinned version into npm's cache once; later runs start it
 # from there in about a second. It needs Node.js 20.19 or later.
 redocly=@redocly/cli@2.77.0
-if ! command -v npx >/dev/null 2>&1; then
-  echo "npx is missing: install Node.js (20.19 or later) and npm, to lint the OpenAPI document with $redocly" >&2
+if ! command -v npx >/dev/null 2>&1 ||
+  ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
+  echo "the OpenAPI lint ($redocly) needs Node.js 20.19 or later with npm and npx; found: $(node --version 2>&1 || true)" >&2
   exit 1
 fi
 echo "lint internal/openapi/openapi.yaml with $redocly"
