@@ -18,10 +18,10 @@
 # default 55432 and 56379) or GEOGATE_TEST_PG_PORT and GEOGATE_TEST_REDIS_PORT
 # (test, 55433 and 56380). When something else holds one, start takes the
 # next free port, says on stderr who held it, and remembers the choice in
-# .data/<profile>/ports, so that env, stop and the next start agree (a
-# later start keeps a chosen port while it is free, so clients configured
-# with it keep working). The env lines (DATABASE_URL=..., REDIS_URL=...)
-# always carry the ports in use.
+# .data/<profile>/ports, so that env, stop and the next start agree (while
+# the requested port stays held, a later start takes the same other port
+# again, so clients configured with it keep working). The env lines
+# (DATABASE_URL=..., REDIS_URL=...) always carry the ports in use.
 #
 # The test profile is wiped on every start: a test run never sees leftovers.
 set -euo pipefail
@@ -156,16 +156,16 @@ save_ports() {
   } >"$portsfile"
 }
 
-# pick_port NAME KEY REQUESTED [SKIP...]: the port an earlier start chose
-# for REQUESTED when it is free (a port stays put across restarts), else
-# REQUESTED when free, else the next free one above it; never one of SKIP
-# (ports found taken meanwhile). It tells on stderr when the port is not
-# the requested one, and who holds the requested one.
+# pick_port NAME KEY REQUESTED [SKIP...]: REQUESTED when it is free; else
+# the port an earlier start chose instead when that one is free (so that a
+# port stays put while the requested one is held); else the next free one
+# above REQUESTED. Never one of SKIP (ports found taken meanwhile). It says
+# on stderr who holds the requested port and which one it takes instead.
 pick_port() {
   local name=$1 key=$2 want=$3; shift 3
   local skip=" $* " saved p who
   saved=$(saved_port "$key")
-  for p in $saved $(seq "$want" $((want + 100))); do
+  for p in "$want" $saved $(seq $((want + 1)) $((want + 100))); do
     [[ $skip == *" $p "* ]] && continue
     skip+="$p "
     if who=$(holder "$p"); then
@@ -173,7 +173,7 @@ pick_port() {
       continue
     fi
     if [ "$p" = "$saved" ] && [ "$p" != "$want" ]; then
-      log "$profile $name: using port $p, chosen by an earlier start (requested $want)"
+      log "$profile $name: using port $p, as the last start did (requested $want)"
     elif [ "$p" != "$want" ]; then
       log "$profile $name: using port $p (requested $want)"
     fi
@@ -315,8 +315,8 @@ case "$cmd" in
   start)
     ensure_packages
     if [ "$profile" = test ]; then
-      # Fresh data on every start; the ports file goes too, but its
-      # choices stay preferred (saved_port reads them before the wipe).
+      # Fresh data on every start, but the ports file stays for
+      # pick_port: the wipe must not move the ports.
       keep=$(cat "$portsfile" 2>/dev/null || true)
       pg_stop; redis_stop
       rm -rf "$datadir" "$pgdata"

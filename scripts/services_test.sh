@@ -6,7 +6,8 @@
 #       start takes other ports, prints them, and its servers answer there;
 #   (b) a second checkout asking for the same ports gets ports of its own,
 #       and its stop leaves the first checkout's servers running;
-#   (c) stop stops only ours, even when our pid files name other processes.
+#   (c) stop stops only ours, even when our pid files name other processes;
+# and once the requested ports are free, start takes them again.
 # Both checkouts are copies of services.sh in a temporary folder, using the
 # test profile on ports far below the real profiles' (31433 and 31380, or
 # the next free block), so the test never meets a real server.
@@ -135,5 +136,13 @@ svc a stop test
 foreign_intact "a's stop with pid files naming foreign processes"
 rm -f "$tmp/a/.data/test/redis/redis.pid" "$tmp/a/.data/test/pg/postmaster.pid"
 ok "stop stopped only a's servers, even with pid files naming foreign processes"
+
+# Once the requested ports are free again, start takes them.
+kill "${foreign[@]}"; wait
+home=$(svc a start test)
+[ "$(port_of "$home" DATABASE_URL)" = "$pgwant" ] && [ "$(port_of "$home" REDIS_URL)" = "$rediswant" ] ||
+  fail "with $pgwant and $rediswant free again, start took: $home"
+svc a stop test
+ok "with the requested ports free again, start takes them"
 
 echo "services_test: PASS ($(($(date +%s) - t0)) s)"
