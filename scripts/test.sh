@@ -30,7 +30,7 @@ REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_UPDATE_NOTIFIER=1 \
   npx --yes "$redocly" lint --format=stylish
 
 # services.sh reuses and stops only the servers it started: checked first,
-# on ports of its own (about 10 s), since everything below relies on it.
+# on ports of its own (10-15 s), since everything below relies on it.
 scripts/services_test.sh
 
 env_lines=$(scripts/services.sh start test)
