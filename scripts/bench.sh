@@ -4,7 +4,9 @@
 # geofence bench load the demo data into its bench database once (the seed
 # comparison reuses it), runs the cases one after the other on an otherwise
 # idle machine, keeps each case's full output in bench/results/<case>.txt and
-# writes the summary to bench/results/latest.md, then prints it.
+# writes the summary to bench/results/latest.md and to a dated copy that the
+# next run keeps, bench/results/<UTC date and time>.md (2026-12-01T1530Z.md),
+# then prints it.
 #   BENCH_QUICK=1    short smoke run (1 trial, short durations, no auth case)
 #   BENCH_PROFILE=1  profiles of `api serve` under each seed-comparison load:
 #                    Go CPU and allocation profiles through PPROF_ADDR
@@ -60,10 +62,12 @@ done
 took=$(($(date +%s) - start))
 
 # The summary: one row per case, figures taken from each case's output.
+# One moment names the run in the heading and in the dated file's name.
 r=bench/results
+now=$(date -u +%s)
 num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
 {
-  echo "# geogate benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# geogate benchmark, $(date -u -d "@$now" +%Y-%m-%dT%H:%MZ)"
   echo
   echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $(cut -d' ' -f1-3 /proc/loadavg), $took s in all."
   echo "Medians of $trials alternating trials per side ($dur each, HTTP concurrency $conc); min-max in brackets where the case prints it."
@@ -139,5 +143,8 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   [ "${BENCH_PROFILE:-}" = 1 ] && echo "Profiles (git-ignored): Go CPU and allocation profiles of \`api serve\` per seed case in bench/results/api-<case>.{cpu,allocs}.prof (top 25 in api-<case>.{cpu,allocs}.top.txt; browse with \`go tool pprof -http=127.0.0.1:8081 bin/api bench/results/api-within1k.cpu.prof\`), perf call graphs with the kernel side in api-<case>.perf.prof (api-<case>.top.txt), the tile bench in tiles.cpu.prof."
   true
 } >$r/latest.md
+dated=$r/$(date -u -d "@$now" +%Y-%m-%dT%H%MZ).md
+cp $r/latest.md "$dated"
 echo
 cat $r/latest.md
+echo "(also in $dated)" >&2

@@ -15,12 +15,15 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // chromiumPath finds the browser the browser tests drive: $CHROMIUM, else
-// Debian's chromium. The tests fail (never skip) without one.
+// Debian's chromium. The tests fail without one; only -short skips them.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
+	testenv.NeedServices(t, "Chromium (a browser test)")
 	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
 		if p == "" {
 			continue

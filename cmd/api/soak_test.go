@@ -29,14 +29,12 @@ const (
 	soakRSSSlack  = 64 << 20
 )
 
-// soakDuration is how long TestSoak loads the service: 60s, 15s with
-// -short, or GEOGATE_SOAK (a Go duration, e.g. 10m for make soak).
+// soakDuration is how long TestSoak loads the service: 60s, or
+// GEOGATE_SOAK (a Go duration, e.g. 10m for make soak). -short skips it.
 func soakDuration(t *testing.T) time.Duration {
+	testenv.NeedServices(t, "a minute of load on PostgreSQL and Redis (TestSoak)")
 	v := os.Getenv("GEOGATE_SOAK")
 	if v == "" {
-		if testing.Short() {
-			return 15 * time.Second
-		}
 		return 60 * time.Second
 	}
 	d, err := time.ParseDuration(v)

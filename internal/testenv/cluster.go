@@ -54,6 +54,7 @@ func (p *RedisProcess) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port
 // redis-server is missing or does not answer.
 func StartRedis(tb testing.TB, extra ...string) *RedisProcess {
 	tb.Helper()
+	NeedServices(tb, "redis-server (a private Redis process)")
 	// A short folder of its own: a socket path is limited to 107 bytes, and
 	// test names make long temporary folders.
 	dir, err := os.MkdirTemp("", "ggr-")
@@ -227,6 +228,7 @@ var cluster struct {
 // The test fails when the cluster cannot start.
 func RedisCluster(tb testing.TB) redis.UniversalClient {
 	tb.Helper()
+	NeedServices(tb, "redis-server and redis-cli (a private Redis Cluster)")
 	cluster.once.Do(func() { cluster.err = startCluster(tb) })
 	if cluster.err != nil {
 		tb.Fatalf("redis cluster: %v", cluster.err)

@@ -42,6 +42,7 @@ func (p *PostgresProcess) URL() string {
 // refuses to run as root.
 func StartPostgres(tb testing.TB) *PostgresProcess {
 	tb.Helper()
+	NeedServices(tb, "the PostgreSQL server binaries (a private PostgreSQL process)")
 	bin, err := postgresBin()
 	if err != nil {
 		tb.Fatal(err)

@@ -2,6 +2,11 @@
 // migrated PostGIS database per test and a Redis client. `make test` starts
 // private instances and sets TEST_DATABASE_URL and TEST_REDIS_URL; a test
 // that cannot reach them fails, it never skips.
+//
+// The one exception is -short (`make check`, the quick edit-test loop):
+// there every helper that needs a service or an external program skips the
+// test through NeedServices, whether or not the service is there, so that
+// `go test -short ./...` runs exactly the tests that need nothing.
 package testenv
 
 import (
@@ -18,9 +23,24 @@ import (
 	"github.com/geogate/geogate/internal/rdb"
 )
 
+// NeedServices skips the test under -short, saying it needs what (a
+// service, an external program, or minutes of running); without -short it
+// does nothing, and whatever then finds what missing fails the test. Every
+// helper of this package that starts or reaches a service calls it, so
+// tests only call it themselves for needs no helper covers.
+func NeedServices(tb testing.TB, what string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("needs %s: skipped under -short (make check); make test runs it", what)
+	}
+}
+
 // Getenv reads name or fails the test with a hint on how to get services.
+// Under -short it skips the test instead (see NeedServices): the variables
+// it reads are the test services' URLs.
 func Getenv(tb testing.TB, name string) string {
 	tb.Helper()
+	NeedServices(tb, "the test service in $"+name)
 	v := os.Getenv(name)
 	if v == "" {
 		tb.Fatalf("%s is not set: run the tests through `make test`, which starts private PostGIS and Redis instances and sets it", name)
