@@ -1,8 +1,9 @@
 -- API keys. Only a SHA-256 hash of each secret is stored; the public key id
--- is what listings, logs and rate limits show.
+-- is what listings, logs and rate limits show. {{schema}} is geogate's own
+-- schema (GEOGATE_SCHEMA), filled in when the migrations run.
 
 -- +goose Up
-CREATE TABLE api_keys (
+CREATE TABLE {{schema}}.api_keys (
     id          text        PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'),
     secret_hash bytea       NOT NULL UNIQUE CHECK (octet_length(secret_hash) = 32),
     notes       text        NOT NULL DEFAULT '',
@@ -16,4 +17,4 @@ CREATE TABLE api_keys (
 );
 
 -- +goose Down
-DROP TABLE api_keys;
+DROP TABLE {{schema}}.api_keys;

@@ -5,18 +5,18 @@
 -- NOTIFY geogate_tiles '<table>:<version>', delivered at commit.
 
 -- +goose Up
-CREATE TABLE tile_versions (
+CREATE TABLE {{schema}}.tile_versions (
     tbl      text   PRIMARY KEY,
     version  bigint NOT NULL DEFAULT 1
 );
 
 -- +goose StatementBegin
-CREATE FUNCTION geogate_tiles_bump() RETURNS trigger
+CREATE FUNCTION {{schema}}.geogate_tiles_bump() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     v bigint;
 BEGIN
-    INSERT INTO tile_versions AS t (tbl, version) VALUES (TG_TABLE_NAME, 1)
+    INSERT INTO {{schema}}.tile_versions AS t (tbl, version) VALUES (TG_TABLE_NAME, 1)
     ON CONFLICT (tbl) DO UPDATE SET version = t.version + 1
     RETURNING t.version INTO v;
     PERFORM pg_notify('geogate_tiles', TG_TABLE_NAME || ':' || v);
@@ -25,25 +25,25 @@ END;
 $$;
 -- +goose StatementEnd
 
-INSERT INTO tile_versions (tbl) VALUES ('places'), ('geofences');
+INSERT INTO {{schema}}.tile_versions (tbl) VALUES ('places'), ('geofences');
 
 CREATE TRIGGER places_tiles_bump
     AFTER INSERT OR UPDATE OR DELETE ON places
-    FOR EACH STATEMENT EXECUTE FUNCTION geogate_tiles_bump();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER places_tiles_bump_truncate
     AFTER TRUNCATE ON places
-    FOR EACH STATEMENT EXECUTE FUNCTION geogate_tiles_bump();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER geofences_tiles_bump
     AFTER INSERT OR UPDATE OR DELETE ON geofences
-    FOR EACH STATEMENT EXECUTE FUNCTION geogate_tiles_bump();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER geofences_tiles_bump_truncate
     AFTER TRUNCATE ON geofences
-    FOR EACH STATEMENT EXECUTE FUNCTION geogate_tiles_bump();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 
 -- +goose Down
 DROP TRIGGER geofences_tiles_bump_truncate ON geofences;
 DROP TRIGGER geofences_tiles_bump ON geofences;
 DROP TRIGGER places_tiles_bump_truncate ON places;
 DROP TRIGGER places_tiles_bump ON places;
-DROP FUNCTION geogate_tiles_bump();
-DROP TABLE tile_versions;
+DROP FUNCTION {{schema}}.geogate_tiles_bump();
+DROP TABLE {{schema}}.tile_versions;

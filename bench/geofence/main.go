@@ -88,7 +88,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	maxC := slices.Max(append(concs, batchConc))
-	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(maxC), AppName: "geogate-bench-geofence"})
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(maxC), AppName: "geogate-bench-geofence", Schema: pg.DefaultSchema})
 	if err != nil {
 		return err
 	}

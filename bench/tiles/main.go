@@ -87,7 +87,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	if err != nil {
 		return err
 	}
-	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(conc + 4), AppName: "geogate-bench-tiles", GenericPlans: generic})
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(conc + 4), AppName: "geogate-bench-tiles", GenericPlans: generic, Schema: pg.DefaultSchema})
 	if err != nil {
 		return err
 	}

@@ -15,5 +15,14 @@ import (
 func openCLIPool(ctx context.Context, cfg config.Config, app string) (*pgxpool.Pool, error) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
-	return pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: 2, AppName: app})
+	return pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: 2, AppName: app, Schema: cfg.DB.Schema})
+}
+
+// openMigratePool opens the pool migrations run on: unlike the others it
+// keeps the server's search_path, since the migrations name geogate's
+// schema themselves.
+func openMigratePool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
+	defer cancel()
+	return pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
 }

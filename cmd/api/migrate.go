@@ -19,10 +19,10 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	pool, err := openCLIPool(ctx, cfg, "geogate-migrate")
+	pool, err := openMigratePool(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return pg.Migrate(ctx, pool, newLogger(stderr, cfg.Server))
+	return pg.Migrate(ctx, pool, cfg.DB.Schema, newLogger(stderr, cfg.Server))
 }

@@ -125,13 +125,13 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
 	opts := pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
-		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS}
+		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS, Schema: cfg.DB.Schema}
 	pool, err := pg.Open(sctx, cfg.DB.URL, opts)
 	if err != nil {
 		return deps{}, nil, err
 	}
 	if cfg.DB.MigrateOnStart {
-		if err := migrateOnStart(sctx, cfg.DB.URL, log); err != nil {
+		if err := migrateOnStart(sctx, cfg.DB.URL, cfg.DB.Schema, log); err != nil {
 			pool.Close()
 			return deps{}, nil, err
 		}
@@ -164,12 +164,13 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 }
 
 // migrateOnStart applies migrations through a short-lived pool of its own:
-// a migration may run longer than the serving pool's statement_timeout.
-func migrateOnStart(ctx context.Context, url string, log *slog.Logger) error {
+// a migration may run longer than the serving pool's statement_timeout,
+// and keeps the server's search_path.
+func migrateOnStart(ctx context.Context, url, schema string, log *slog.Logger) error {
 	pool, err := pg.Open(ctx, url, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return pg.Migrate(ctx, pool, log)
+	return pg.Migrate(ctx, pool, schema, log)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/tiles"
 )
@@ -59,7 +60,10 @@ type Server struct {
 
 // DB holds PostgreSQL settings.
 type DB struct {
-	URL      string
+	URL string
+	// Schema holds geogate's own tables (API keys, tile versions,
+	// migration history); it is never published.
+	Schema   string
 	MaxConns int
 	MinConns int
 	// TileMaxConns bounds the pool tiles render on, apart from the one
@@ -137,6 +141,10 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 		AcquireTimeout: r.duration("DB_ACQUIRE_TIMEOUT", time.Second),
 		QueryTimeout:   r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
 		MigrateOnStart: r.boolean("MIGRATE_ON_START", true),
+		Schema:         r.str("GEOGATE_SCHEMA", pg.DefaultSchema),
+	}
+	if !layerName.MatchString(c.DB.Schema) {
+		r.fail("GEOGATE_SCHEMA", c.DB.Schema, "must be a lower-case SQL identifier: letters, digits and _")
 	}
 	switch {
 	case c.DB.URL == "" && slices.Contains(needs, NeedPostgres):

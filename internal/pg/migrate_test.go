@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
@@ -23,12 +25,11 @@ func TestMigrationRepairsInvalidGeofences(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t)
 	ctx := context.Background()
-	sqlDB := stdlib.OpenDBFromPool(db)
-	defer sqlDB.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	p, closer, err := pg.Provider(db, pg.DefaultSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closer.Close()
 	if _, err := p.DownTo(ctx, 4); err != nil {
 		t.Fatalf("migrate down to 4: %v", err)
 	}
@@ -38,7 +39,7 @@ func TestMigrationRepairsInvalidGeofences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pg.Migrate(ctx, db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, db, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatalf("Migrate() = %v", err)
 	}
 	var valid bool
@@ -52,5 +53,88 @@ func TestMigrationRepairsInvalidGeofences(t *testing.T) {
 	}
 	if !valid || math.Abs(area-2) > 1e-9 || inLeftLobe != 1 {
 		t.Errorf("after the migration: valid %v, area %v, parts holding (0.3, 1): %d; want true, 2 (both lobes), 1", valid, area, inLeftLobe)
+	}
+}
+
+// TestMigrateFromBeforeGeogatesSchema migrates a database laid out as
+// before geogate had a schema of its own (migrations 1-5 in the schema they
+// ran in, their history in public.goose_db_version), holding a key, a
+// place and a fence: geogate's tables move into the geogate schema with
+// their rows, the user's tables stay, and the triggers keep working for a
+// writer whose search_path does not name geogate's schema.
+func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
+	t.Parallel()
+	_, url := testenv.CloneDB(t, "template0") // an empty database
+	ctx := context.Background()
+	plain, err := pg.Open(ctx, url, pg.Options{MaxConns: 2}) // the server's search_path, as migrations always ran
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	sqlDB := stdlib.OpenDBFromPool(plain)
+	defer sqlDB.Close()
+	before, err := goose.NewProvider(goose.DialectPostgres, sqlDB, pg.WithSchema(migrations.FS, "public"), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.UpTo(ctx, 5); err != nil {
+		t.Fatalf("the migrations of before, up to 5: %v", err)
+	}
+	mustExec(t, plain, `INSERT INTO api_keys (id, secret_hash, scopes) VALUES ('old-key', sha256('s'), '{proximity:read}')`)
+	mustExec(t, plain, `INSERT INTO places (name, geom) VALUES ('p', ST_SetSRID(ST_Point(1, 1), 4326))`)
+	mustExec(t, plain, `INSERT INTO geofences (name, geom) VALUES ('f', ST_Multi(ST_MakeEnvelope(0, 0, 2, 2, 4326)))`)
+
+	if err := pg.Migrate(ctx, plain, "geogate", slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Migrate() = %v", err)
+	}
+	for _, tc := range []struct{ what, sql, want string }{
+		{"where the tables are", `SELECT string_agg(n.nspname || '.' || c.relname, ',' ORDER BY n.nspname, c.relname)
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.relkind = 'r' AND c.relname IN ('api_keys', 'tile_versions', 'geofence_parts', 'goose_db_version', 'places', 'geofences')`,
+			"geogate.api_keys,geogate.geofence_parts,geogate.goose_db_version,geogate.tile_versions,public.geofences,public.places"},
+		{"geogate's functions", `SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+			WHERE p.pronamespace = 'geogate'::regnamespace`,
+			"geofence_parts_build(bigint,geometry),geofence_parts_refresh(),geofence_parts_truncate(),geogate_tiles_bump()"},
+		{"the history", `SELECT max(version_id)::text FROM geogate.goose_db_version`, "6"},
+		{"the key", `SELECT id || ' ' || array_to_string(scopes, ',') FROM geogate.api_keys`, "old-key proximity:read"},
+		{"the fence's parts", `SELECT count(*)::text FROM geogate.geofence_parts`, "1"},
+	} {
+		var got string
+		if err := plain.QueryRow(ctx, tc.sql).Scan(&got); err != nil || got != tc.want {
+			t.Errorf("%s: %q (%v), want %q", tc.what, got, err, tc.want)
+		}
+	}
+	// Plain SQL from a session that knows nothing of geogate's schema.
+	var before5 int64
+	if err := plain.QueryRow(ctx, `SELECT version FROM geogate.tile_versions WHERE tbl = 'places'`).Scan(&before5); err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(ctx, plain, func(tx pgx.Tx) error {
+		// An application's session: only public on its search_path (the
+		// test role's "$user" would otherwise name geogate's schema).
+		_, err := tx.Exec(ctx, `SET LOCAL search_path = public;
+			INSERT INTO places (name, geom) VALUES ('q', ST_SetSRID(ST_Point(2, 2), 4326));
+			INSERT INTO geofences (name, geom) VALUES ('g', ST_Multi(ST_MakeEnvelope(5, 5, 6, 6, 4326)))`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after5, parts int64
+	err = plain.QueryRow(ctx, `SELECT (SELECT version FROM geogate.tile_versions WHERE tbl = 'places'),
+		(SELECT count(*) FROM geogate.geofence_parts)`).Scan(&after5, &parts)
+	if err != nil || after5 != before5+1 || parts != 2 {
+		t.Errorf("after plain inserts: places version %d (%v), parts %d; want %d and 2", after5, err, parts, before5+1)
+	}
+	// Migrating again changes nothing.
+	if err := pg.Migrate(ctx, plain, "geogate", slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+}
+
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }

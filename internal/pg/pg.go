@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,17 @@ type Options struct {
 	// best plan hardly depends on the tile, that planning costs more than
 	// rendering a small tile.
 	GenericPlans bool
+	// Schema, when set, is geogate's own schema: every connection puts it
+	// first on its search_path, ahead of the server's own, so that
+	// geogate's tables (api_keys, tile_versions, ...) are found there and
+	// the user's tables where they always are. Migrations run on a pool
+	// without it: they name geogate's schema themselves.
+	Schema string
 }
+
+// DefaultSchema holds geogate's own tables unless GEOGATE_SCHEMA says
+// otherwise.
+const DefaultSchema = "geogate"
 
 // cancelGrace is how long a statement may run on after its context ends
 // while the server handles the cancel request; past it the driver gives
@@ -84,11 +95,16 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	if o.Warm != "" {
-		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			_, _ = c.Exec(ctx, o.Warm)
-			return nil
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if o.Schema != "" {
+			if _, err := c.Exec(ctx, searchPathSQL(o.Schema)); err != nil {
+				return fmt.Errorf("set search_path: %w", err)
+			}
 		}
+		if o.Warm != "" {
+			_, _ = c.Exec(ctx, o.Warm)
+		}
+		return nil
 	}
 	if deadline, ok := ctx.Deadline(); ok && cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = time.Until(deadline)
@@ -102,4 +118,12 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database at %s:%d is unreachable: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return pool, nil
+}
+
+// searchPathSQL is the statement that puts schema first on a connection's
+// search_path, keeping what the server set (PostGIS may live in a schema
+// of its own there).
+func searchPathSQL(schema string) string {
+	quoted := strings.ReplaceAll(pgx.Identifier{schema}.Sanitize(), "'", "''")
+	return "SELECT set_config('search_path', '" + quoted + ", ' || current_setting('search_path'), false)"
 }

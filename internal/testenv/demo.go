@@ -59,7 +59,7 @@ func DemoTemplate(tb testing.TB) string {
 	}
 	name := "geogate_demo_" + hex.EncodeToString(h.Sum(nil))[:12]
 	EnsureTemplate(tb, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		if err := pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			return err
 		}
 		for _, f := range demoFiles {

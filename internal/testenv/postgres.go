@@ -45,7 +45,7 @@ func CloneDB(tb testing.TB, template string) (*pgxpool.Pool, string) {
 	name := "geogate_" + Prefix(tb)
 	exec(tb, ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template))
 	dbURL := withDatabase(tb, admin, name)
-	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 8, AppName: "geogate-test"})
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 8, AppName: "geogate-test", Schema: pg.DefaultSchema})
 	if err != nil {
 		tb.Fatalf("open test database: %v", err)
 	}
@@ -65,7 +65,7 @@ func SchemaTemplate(tb testing.TB) string {
 	tb.Helper()
 	name := "geogate_tpl_" + migrationsHash(tb)
 	EnsureTemplate(tb, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		return pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		return pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	})
 	return name
 }

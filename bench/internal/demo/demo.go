@@ -57,7 +57,7 @@ func fill(ctx context.Context, dbURL string) error {
 		return err
 	}
 	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
 	return load(ctx, pool)

@@ -1,0 +1,7 @@
+package pg
+
+// For the tests of package pg_test, which need testenv (which imports pg).
+var (
+	Provider   = provider
+	WithSchema = withSchema
+)
