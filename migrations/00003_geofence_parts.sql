@@ -61,22 +61,22 @@ END
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER geofence_parts_insert AFTER INSERT ON geofences
+CREATE TRIGGER geofence_parts_insert AFTER INSERT ON {{data}}.geofences
     FOR EACH ROW EXECUTE FUNCTION {{schema}}.geofence_parts_refresh();
-CREATE TRIGGER geofence_parts_update AFTER UPDATE OF id, geom ON geofences
+CREATE TRIGGER geofence_parts_update AFTER UPDATE OF id, geom ON {{data}}.geofences
     FOR EACH ROW EXECUTE FUNCTION {{schema}}.geofence_parts_refresh();
-CREATE TRIGGER geofence_parts_delete AFTER DELETE ON geofences
+CREATE TRIGGER geofence_parts_delete AFTER DELETE ON {{data}}.geofences
     FOR EACH ROW EXECUTE FUNCTION {{schema}}.geofence_parts_refresh();
-CREATE TRIGGER geofence_parts_truncate AFTER TRUNCATE ON geofences
+CREATE TRIGGER geofence_parts_truncate AFTER TRUNCATE ON {{data}}.geofences
     FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geofence_parts_truncate();
 
-SELECT {{schema}}.geofence_parts_build(id, geom) FROM geofences;
+SELECT {{schema}}.geofence_parts_build(id, geom) FROM {{data}}.geofences;
 
 -- +goose Down
-DROP TRIGGER geofence_parts_truncate ON geofences;
-DROP TRIGGER geofence_parts_delete ON geofences;
-DROP TRIGGER geofence_parts_update ON geofences;
-DROP TRIGGER geofence_parts_insert ON geofences;
+DROP TRIGGER geofence_parts_truncate ON {{data}}.geofences;
+DROP TRIGGER geofence_parts_delete ON {{data}}.geofences;
+DROP TRIGGER geofence_parts_update ON {{data}}.geofences;
+DROP TRIGGER geofence_parts_insert ON {{data}}.geofences;
 DROP FUNCTION {{schema}}.geofence_parts_truncate();
 DROP FUNCTION {{schema}}.geofence_parts_refresh();
 DROP FUNCTION {{schema}}.geofence_parts_build(bigint, geometry);

@@ -28,22 +28,22 @@ $$;
 INSERT INTO {{schema}}.tile_versions (tbl) VALUES ('places'), ('geofences');
 
 CREATE TRIGGER places_tiles_bump
-    AFTER INSERT OR UPDATE OR DELETE ON places
+    AFTER INSERT OR UPDATE OR DELETE ON {{data}}.places
     FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER places_tiles_bump_truncate
-    AFTER TRUNCATE ON places
+    AFTER TRUNCATE ON {{data}}.places
     FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER geofences_tiles_bump
-    AFTER INSERT OR UPDATE OR DELETE ON geofences
+    AFTER INSERT OR UPDATE OR DELETE ON {{data}}.geofences
     FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 CREATE TRIGGER geofences_tiles_bump_truncate
-    AFTER TRUNCATE ON geofences
+    AFTER TRUNCATE ON {{data}}.geofences
     FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.geogate_tiles_bump();
 
 -- +goose Down
-DROP TRIGGER geofences_tiles_bump_truncate ON geofences;
-DROP TRIGGER geofences_tiles_bump ON geofences;
-DROP TRIGGER places_tiles_bump_truncate ON places;
-DROP TRIGGER places_tiles_bump ON places;
+DROP TRIGGER geofences_tiles_bump_truncate ON {{data}}.geofences;
+DROP TRIGGER geofences_tiles_bump ON {{data}}.geofences;
+DROP TRIGGER places_tiles_bump_truncate ON {{data}}.places;
+DROP TRIGGER places_tiles_bump ON {{data}}.places;
 DROP FUNCTION {{schema}}.geogate_tiles_bump();
 DROP TABLE {{schema}}.tile_versions;

@@ -6,7 +6,7 @@
 -- geofence_parts and bump the layer's tile version.
 
 -- +goose Up
-UPDATE geofences
+UPDATE {{data}}.geofences
 SET geom = ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3)), updated_at = now()
 WHERE NOT ST_IsValid(geom);
 

@@ -26,3 +26,9 @@ func openMigratePool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, err
 	defer cancel()
 	return pg.Open(sctx, cfg.DB.URL, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
 }
+
+// migrationSchemas are the schemas migrations create in: geogate's own,
+// and the first published one for its data tables.
+func migrationSchemas(cfg config.Config) pg.Schemas {
+	return pg.Schemas{Own: cfg.DB.Schema, Data: cfg.Catalog.Schemas[0]}
+}

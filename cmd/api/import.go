@@ -58,6 +58,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	o.Schema = cfg.Catalog.Schemas[0] // where migrations made the layers' tables
 	pool, err := openCLIPool(ctx, cfg, "geogate-import")
 	if err != nil {
 		return err

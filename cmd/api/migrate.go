@@ -24,5 +24,5 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer pool.Close()
-	return pg.Migrate(ctx, pool, cfg.DB.Schema, newLogger(stderr, cfg.Server))
+	return pg.Migrate(ctx, pool, migrationSchemas(cfg), newLogger(stderr, cfg.Server))
 }

@@ -131,7 +131,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 		return deps{}, nil, err
 	}
 	if cfg.DB.MigrateOnStart {
-		if err := migrateOnStart(sctx, cfg.DB.URL, cfg.DB.Schema, log); err != nil {
+		if err := migrateOnStart(sctx, cfg.DB.URL, migrationSchemas(cfg), log); err != nil {
 			pool.Close()
 			return deps{}, nil, err
 		}
@@ -166,11 +166,11 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 // migrateOnStart applies migrations through a short-lived pool of its own:
 // a migration may run longer than the serving pool's statement_timeout,
 // and keeps the server's search_path.
-func migrateOnStart(ctx context.Context, url, schema string, log *slog.Logger) error {
+func migrateOnStart(ctx context.Context, url string, schemas pg.Schemas, log *slog.Logger) error {
 	pool, err := pg.Open(ctx, url, pg.Options{MaxConns: 2, AppName: "geogate-migrate"})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return pg.Migrate(ctx, pool, schema, log)
+	return pg.Migrate(ctx, pool, schemas, log)
 }

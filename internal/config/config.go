@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
@@ -32,6 +33,8 @@ type Config struct {
 	RateLimit map[string]ratelimit.Policy
 	Geofence  geofence.Settings
 	Tiles     tiles.Settings
+	// Catalog says which tables and views are published.
+	Catalog catalog.Settings
 }
 
 // Server holds HTTP and process settings.
@@ -163,6 +166,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	case c.Redis.URL != "":
 		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel", "unix")
 	}
+	c.Catalog = loadCatalog(r, c.DB)
 	c.Auth = loadAuth(r, c.DB)
 	c.RateLimit = loadRateLimit(r)
 	c.Geofence = loadGeofence(r, c.DB)

@@ -25,6 +25,21 @@ const (
 	Geofences Layer = "geofences"
 )
 
+// DefaultSchema holds the layers' tables unless Options.Schema says
+// otherwise.
+const DefaultSchema = "public"
+
+// schema is the layer's schema.
+func (o Options) schema() string {
+	if o.Schema == "" {
+		return DefaultSchema
+	}
+	return o.Schema
+}
+
+// qualified is the quoted name of the table name in the layer's schema.
+func (o Options) qualified(name string) string { return pgx.Identifier{o.schema(), name}.Sanitize() }
+
 // ParseLayer returns the layer named s.
 func ParseLayer(s string) (Layer, error) {
 	switch l := Layer(s); l {
@@ -37,6 +52,8 @@ func ParseLayer(s string) (Layer, error) {
 // Options say how to import.
 type Options struct {
 	Layer Layer
+	// Schema holds the layer's table (DefaultSchema when empty).
+	Schema string
 	// Replace swaps the layer's whole content for the input's in one
 	// transaction. Readers of the layer see the old content or the new,
 	// never an empty or half loaded layer; they wait only for the swap
@@ -115,7 +132,8 @@ func importInPlace(ctx context.Context, conn *pgx.Conn, r io.Reader, o Options) 
 		return Result{}, fmt.Errorf("database: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	l := &loader{tx: tx, layer: o.Layer, table: pgx.Identifier{string(o.Layer)}.Sanitize()}
+	table := o.qualified(string(o.Layer))
+	l := &loader{tx: tx, layer: o.Layer, layerTable: table, table: table}
 	bulk, proceed, err := l.prepare(ctx, o)
 	if err != nil || !proceed {
 		return Result{NotEmpty: !proceed && err == nil}, err
@@ -181,14 +199,15 @@ func (l *loader) repairPolygons(ctx context.Context, first int64) (int64, error)
 	return tag.RowsAffected(), nil
 }
 
-// Analyze refreshes the planner's statistics for a layer. Import leaves
-// that to autovacuum; call it when queries follow at once (test templates).
-func Analyze(ctx context.Context, pool *pgxpool.Pool, layer Layer) error {
-	if _, err := ParseLayer(string(layer)); err != nil {
+// Analyze refreshes the planner's statistics for the layer of o. Import
+// leaves that to autovacuum; call it when queries follow at once (test
+// templates).
+func Analyze(ctx context.Context, pool *pgxpool.Pool, o Options) error {
+	if _, err := ParseLayer(string(o.Layer)); err != nil {
 		return err
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE "+pgx.Identifier{string(layer)}.Sanitize()); err != nil {
-		return fmt.Errorf("analyze %s: %w", layer, err)
+	if _, err := pool.Exec(ctx, "ANALYZE "+o.qualified(string(o.Layer))); err != nil {
+		return fmt.Errorf("analyze %s: %w", o.Layer, err)
 	}
 	return nil
 }

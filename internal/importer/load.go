@@ -10,11 +10,12 @@ import (
 // loader runs the SQL side of one import inside its transaction. Table
 // names come only from the Layer constants.
 type loader struct {
-	tx      pgx.Tx
-	layer   Layer
-	table   string   // where COPY writes, quoted: the layer or its staging table
-	indexes []string // statements recreating what a bulk load dropped
-	seq     string   // the layer's id sequence
+	tx         pgx.Tx
+	layer      Layer
+	layerTable string   // the layer's table, quoted
+	table      string   // where COPY writes, quoted: the layer or its staging table
+	indexes    []string // statements recreating what a bulk load dropped
+	seq        string   // the layer's id sequence
 }
 
 // prepare locks the layer and decides how to load it. A bulk load (the
@@ -22,7 +23,7 @@ type loader struct {
 // indexes, to rebuild them once after COPY: much faster than growing
 // them row by row. proceed is false when IfEmpty found rows.
 func (l *loader) prepare(ctx context.Context, o Options) (bulk, proceed bool, err error) {
-	table := pgx.Identifier{string(l.layer)}.Sanitize()
+	table := l.layerTable
 	// The import transaction needs no durability wait at commit beyond
 	// the WAL flush that follows shortly; a crash before it loses only
 	// this import, never earlier data.

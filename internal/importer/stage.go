@@ -91,11 +91,11 @@ FROM pg_class c WHERE c.oid = $1::regclass`
 // holds the layer's import lock) and reports whether this import is
 // staged: the layer is replaced, or is empty, and stageableSQL allows it.
 func canStage(ctx context.Context, conn *pgx.Conn, o Options) (bool, error) {
-	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{stagingTable(o.Layer)}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+o.qualified(stagingTable(o.Layer))); err != nil {
 		return false, fmt.Errorf("drop staging table: %w", err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, stageableSQL, string(o.Layer)).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, stageableSQL, o.qualified(string(o.Layer))).Scan(&ok); err != nil {
 		return false, fmt.Errorf("database: %w", err)
 	}
 	if !ok || o.Replace {
@@ -103,7 +103,7 @@ func canStage(ctx context.Context, conn *pgx.Conn, o Options) (bool, error) {
 	}
 	// Rows may arrive before the swap: it looks again under its lock.
 	var empty bool
-	table := pgx.Identifier{string(o.Layer)}.Sanitize()
+	table := o.qualified(string(o.Layer))
 	if err := conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+table+")").Scan(&empty); err != nil {
 		return false, fmt.Errorf("database: %w", err)
 	}
@@ -115,8 +115,9 @@ type stager struct {
 	conn    *pgx.Conn
 	cfg     *pgx.ConnConfig // for the connections of the index builds
 	layer   Layer
-	table   string   // the layer, quoted
-	staging string   // the staging table, quoted
+	schema  string   // the layer's schema, quoted
+	table   string   // the layer, quoted with its schema
+	staging string   // the staging table, quoted with its schema
 	builds  []string // statements building the layer's indexes on the staging table
 	renames []string // statements giving them the layer's names after the swap
 }
@@ -128,8 +129,9 @@ func importStaged(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, r io
 		conn:    conn,
 		cfg:     cfg,
 		layer:   o.Layer,
-		table:   pgx.Identifier{string(o.Layer)}.Sanitize(),
-		staging: pgx.Identifier{stagingTable(o.Layer)}.Sanitize(),
+		schema:  pgx.Identifier{o.schema()}.Sanitize(),
+		table:   o.qualified(string(o.Layer)),
+		staging: o.qualified(stagingTable(o.Layer)),
 	}
 	swapped := false
 	defer func() {
@@ -182,7 +184,7 @@ func (s *stager) load(ctx context.Context, r io.Reader, o Options) (Result, erro
 	if err := s.plan(ctx, tx); err != nil {
 		return Result{}, err
 	}
-	l := &loader{tx: tx, layer: o.Layer, table: s.staging}
+	l := &loader{tx: tx, layer: o.Layer, layerTable: s.table, table: s.staging}
 	res, err := l.load(ctx, r, o, true)
 	if err != nil {
 		return res, err
@@ -224,7 +226,7 @@ ORDER BY CASE WHEN am.amname = 'gist' AND EXISTS (
 // unique index, then added on it: adding it outright would lock the
 // staging table against the other builds.
 func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
-	rows, err := tx.Query(ctx, stagedIndexesSQL, string(s.layer))
+	rows, err := tx.Query(ctx, stagedIndexesSQL, s.table)
 	if err != nil {
 		return fmt.Errorf("list indexes: %w", err)
 	}
@@ -242,13 +244,15 @@ func (s *stager) plan(ctx context.Context, tx pgx.Tx) error {
 		if strings.HasPrefix(head, "CREATE UNIQUE ") {
 			unique = "UNIQUE "
 		}
+		// An index lives in its table's schema: created and used under its
+		// bare name, renamed under its qualified one.
 		tmp := pgx.Identifier{fmt.Sprintf("%s_%d", stagingTable(s.layer), i)}.Sanitize()
 		final := pgx.Identifier{name}.Sanitize()
 		s.builds = append(s.builds, "CREATE "+unique+"INDEX "+tmp+" ON "+s.staging+" USING "+using)
 		if kind == "c" {
 			s.renames = append(s.renames, "ALTER TABLE "+s.table+" ADD CONSTRAINT "+final+" "+strings.Replace(constraint, "%s", tmp, 1))
 		} else {
-			s.renames = append(s.renames, "ALTER INDEX "+tmp+" RENAME TO "+final)
+			s.renames = append(s.renames, "ALTER INDEX "+s.schema+"."+tmp+" RENAME TO "+final)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -394,7 +398,7 @@ FROM obj_description($1::regclass, 'pg_class') d WHERE d IS NOT NULL`
 // and sequence take its names; its triggers are recreated, and an insert
 // of no rows fires its statement-level INSERT triggers, as COPY would.
 func (s *stager) swapStatements(ctx context.Context, tx pgx.Tx, replace bool) ([]string, error) {
-	layer, staging := string(s.layer), stagingTable(s.layer)
+	layer, staging := s.table, s.staging
 	var seqName string
 	err := tx.QueryRow(ctx, `
 SELECT s.relname::text, setval(pg_get_serial_sequence($2, 'id'), nextval(pg_get_serial_sequence($1, 'id')))
@@ -406,7 +410,7 @@ FROM pg_class s WHERE s.oid = pg_get_serial_sequence($1, 'id')::regclass`, layer
 	if replace {
 		stmts = append(stmts, "TRUNCATE "+s.table)
 	}
-	stmts = append(stmts, "DROP TABLE "+s.table, "ALTER TABLE "+s.staging+" RENAME TO "+s.table)
+	stmts = append(stmts, "DROP TABLE "+s.table, "ALTER TABLE "+s.staging+" RENAME TO "+pgx.Identifier{string(s.layer)}.Sanitize())
 	stmts = append(stmts, s.renames...)
 	var seq string
 	if err := tx.QueryRow(ctx, "SELECT pg_get_serial_sequence($1, 'id')", staging).Scan(&seq); err != nil {
@@ -432,7 +436,7 @@ func (s *stager) appendStaged(ctx context.Context, tx pgx.Tx) error {
 	var cols string
 	err := tx.QueryRow(ctx, `
 SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
-WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, stagingTable(s.layer)).Scan(&cols)
+WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, s.staging).Scan(&cols)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

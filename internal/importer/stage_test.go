@@ -132,8 +132,8 @@ func TestImportKeepsLayerDefinition(t *testing.T) {
 // crash would, and checks that the next import drops it.
 func TestImportDropsLeftStagingTable(t *testing.T) {
 	pool := testenv.DB(t)
-	mustExec(t, pool, "CREATE TABLE places_import_staging (LIKE places INCLUDING ALL)")
-	mustExec(t, pool, "INSERT INTO places_import_staging (name, geom) VALUES ('stale', ST_SetSRID(ST_MakePoint(0, 0), 4326))")
+	mustExec(t, pool, "CREATE TABLE public.places_import_staging (LIKE public.places INCLUDING ALL)")
+	mustExec(t, pool, "INSERT INTO public.places_import_staging (name, geom) VALUES ('stale', ST_SetSRID(ST_MakePoint(0, 0), 4326))")
 	if _, err := importString(t, pool, `[{"name":"new","lat":"1","lng":"1"}]`, importer.Options{Layer: importer.Places, Replace: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,6 @@ package pg
 
 // For the tests of package pg_test, which need testenv (which imports pg).
 var (
-	Provider   = provider
-	WithSchema = withSchema
+	Provider    = provider
+	WithSchemas = withSchemas
 )

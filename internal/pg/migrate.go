@@ -20,19 +20,40 @@ import (
 	"github.com/geogate/geogate/migrations"
 )
 
-// Migrate applies every pending migration, with geogate's own tables in
-// schema (DefaultSchema when empty). A session advisory lock makes it safe
-// for several replicas starting at once. A database migrated before
-// geogate had a schema of its own has its history table moved there
-// first; migration 00006 moves the rest.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) error {
-	if schema == "" {
-		schema = DefaultSchema
+// Schemas name where migrations put what they create.
+type Schemas struct {
+	// Own holds geogate's own tables (DefaultSchema when empty).
+	Own string
+	// Data holds the tables of the demo layers and the fences of the
+	// geofence API, published like any other (DefaultDataSchema when
+	// empty), and PostGIS when it is not installed yet.
+	Data string
+}
+
+// DefaultDataSchema is where geogate's data tables go unless the first of
+// PUBLISH_SCHEMAS says otherwise.
+const DefaultDataSchema = "public"
+
+func (s Schemas) orDefault() Schemas {
+	if s.Own == "" {
+		s.Own = DefaultSchema
 	}
-	if err := prepareSchema(ctx, pool, schema); err != nil {
+	if s.Data == "" {
+		s.Data = DefaultDataSchema
+	}
+	return s
+}
+
+// Migrate applies every pending migration. A session advisory lock makes
+// it safe for several replicas starting at once. What a database migrated
+// before geogate had a schema of its own keeps in the schema of its
+// migration history moves into s.Own first (see relocate).
+func Migrate(ctx context.Context, pool *pgxpool.Pool, s Schemas, log *slog.Logger) error {
+	s = s.orDefault()
+	if err := prepareSchema(ctx, pool, s.Own); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	p, db, err := provider(pool, schema)
+	p, db, err := provider(pool, s)
 	if err != nil {
 		return err
 	}
@@ -47,19 +68,20 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	return nil
 }
 
-// provider returns the migrations of geogate's tables in schema, with
-// their history in schema.goose_db_version, and the database handle it
-// runs them on, to close after use.
-func provider(pool *pgxpool.Pool, schema string) (*goose.Provider, io.Closer, error) {
+// provider returns the migrations with schemas s, their history in
+// s.Own.goose_db_version, and the database handle it runs them on, to
+// close after use.
+func provider(pool *pgxpool.Pool, s Schemas) (*goose.Provider, io.Closer, error) {
+	s = s.orDefault()
 	db := stdlib.OpenDBFromPool(pool)
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("migrations: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, withSchema(migrations.FS, schema),
+	p, err := goose.NewProvider(goose.DialectPostgres, db, withSchemas(migrations.FS, s),
 		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
-		goose.WithTableName(schema+".goose_db_version")) // unquoted: goose splits it at the dot; config allows plain names only
+		goose.WithTableName(s.Own+".goose_db_version")) // unquoted: goose splits it at the dot; config allows plain names only
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("migrations: %w", err)
@@ -139,16 +161,19 @@ func relocate(ctx context.Context, tx pgx.Tx, schema string) error {
 	return nil
 }
 
-// withSchema is the migration files of fsys with each {{schema}} replaced
-// by schema's quoted name: the files name geogate's schema that way, since
-// its name is a setting.
-func withSchema(fsys fs.FS, schema string) fs.FS {
-	return schemaFS{FS: fsys, name: []byte(pgx.Identifier{schema}.Sanitize())}
+// withSchemas is the migration files of fsys with each {{schema}} and
+// {{data}} replaced by the quoted names of s.Own and s.Data: the files
+// name the schemas that way, since their names are settings, and never
+// leave a name to the search_path (a role's "$user" could make a schema
+// named like it the first).
+func withSchemas(fsys fs.FS, s Schemas) fs.FS {
+	return schemaFS{FS: fsys, replace: strings.NewReplacer(
+		"{{schema}}", pgx.Identifier{s.Own}.Sanitize(), "{{data}}", pgx.Identifier{s.Data}.Sanitize())}
 }
 
 type schemaFS struct {
 	fs.FS
-	name []byte
+	replace *strings.Replacer
 }
 
 func (s schemaFS) Open(name string) (fs.File, error) {
@@ -165,7 +190,7 @@ func (s schemaFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	b = bytes.ReplaceAll(b, []byte("{{schema}}"), s.name)
+	b = []byte(s.replace.Replace(string(b)))
 	return &memFile{Reader: bytes.NewReader(b), info: sizedInfo{FileInfo: info, size: int64(len(b))}}, nil
 }
 

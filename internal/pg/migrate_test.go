@@ -25,7 +25,7 @@ func TestMigrationRepairsInvalidGeofences(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t)
 	ctx := context.Background()
-	p, closer, err := pg.Provider(db, pg.DefaultSchema)
+	p, closer, err := pg.Provider(db, pg.Schemas{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestMigrationRepairsInvalidGeofences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pg.Migrate(ctx, db, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, db, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatalf("Migrate() = %v", err)
 	}
 	var valid bool
@@ -73,7 +73,7 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 	defer plain.Close()
 	sqlDB := stdlib.OpenDBFromPool(plain)
 	defer sqlDB.Close()
-	before, err := goose.NewProvider(goose.DialectPostgres, sqlDB, pg.WithSchema(migrations.FS, "public"), goose.WithDisableGlobalRegistry(true))
+	before, err := goose.NewProvider(goose.DialectPostgres, sqlDB, pg.WithSchemas(migrations.FS, pg.Schemas{Own: "public", Data: "public"}), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 	mustExec(t, plain, `INSERT INTO places (name, geom) VALUES ('p', ST_SetSRID(ST_Point(1, 1), 4326))`)
 	mustExec(t, plain, `INSERT INTO geofences (name, geom) VALUES ('f', ST_Multi(ST_MakeEnvelope(0, 0, 2, 2, 4326)))`)
 
-	if err := pg.Migrate(ctx, plain, "geogate", slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, plain, pg.Schemas{Own: "geogate", Data: "public"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatalf("Migrate() = %v", err)
 	}
 	for _, tc := range []struct{ what, sql, want string }{
@@ -127,7 +127,7 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 		t.Errorf("after plain inserts: places version %d (%v), parts %d; want %d and 2", after5, err, parts, before5+1)
 	}
 	// Migrating again changes nothing.
-	if err := pg.Migrate(ctx, plain, "geogate", slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, plain, pg.Schemas{Own: "geogate", Data: "public"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatalf("Migrate() again = %v", err)
 	}
 }

@@ -58,8 +58,8 @@ func DemoTemplate(tb testing.TB) string {
 		hashFile(tb, h, filepath.Join(root, f.path))
 	}
 	name := "geogate_demo_" + hex.EncodeToString(h.Sum(nil))[:12]
-	EnsureTemplate(tb, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		if err := pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	EnsureTemplate(tb, name, "", func(ctx context.Context, pool *pgxpool.Pool) error {
+		if err := pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			return err
 		}
 		for _, f := range demoFiles {
@@ -83,7 +83,7 @@ func importFile(ctx context.Context, pool *pgxpool.Pool, path string, layer impo
 	}
 	// Clones start with the template's statistics, so tests get the
 	// plans the service gets once autovacuum has run.
-	return importer.Analyze(ctx, pool, layer)
+	return importer.Analyze(ctx, pool, importer.Options{Layer: layer})
 }
 
 func hashFile(tb testing.TB, h io.Writer, path string) {

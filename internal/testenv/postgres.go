@@ -64,16 +64,17 @@ func CloneDB(tb testing.TB, template string) (*pgxpool.Pool, string) {
 func SchemaTemplate(tb testing.TB) string {
 	tb.Helper()
 	name := "geogate_tpl_" + migrationsHash(tb)
-	EnsureTemplate(tb, name, func(ctx context.Context, pool *pgxpool.Pool) error {
-		return pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	EnsureTemplate(tb, name, "", func(ctx context.Context, pool *pgxpool.Pool) error {
+		return pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	})
 	return name
 }
 
-// EnsureTemplate creates the template database name and fills it with
-// fill, unless it already exists. An advisory lock on the server makes
-// this safe for test binaries running in parallel.
-func EnsureTemplate(tb testing.TB, name string, fill func(context.Context, *pgxpool.Pool) error) {
+// EnsureTemplate creates the template database name, as a copy of the
+// template base ("" for an empty database), and fills it with fill, unless
+// it already exists. An advisory lock on the server makes this safe for
+// test binaries running in parallel.
+func EnsureTemplate(tb testing.TB, name, base string, fill func(context.Context, *pgxpool.Pool) error) {
 	tb.Helper()
 	admin := Getenv(tb, "TEST_DATABASE_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -97,7 +98,11 @@ func EnsureTemplate(tb testing.TB, name string, fill func(context.Context, *pgxp
 	}
 	build := name + "_build"
 	mustExec(tb, ctx, conn, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", build))
-	mustExec(tb, ctx, conn, fmt.Sprintf("CREATE DATABASE %s", build))
+	create := fmt.Sprintf("CREATE DATABASE %s", build)
+	if base != "" {
+		create += " TEMPLATE " + base
+	}
+	mustExec(tb, ctx, conn, create)
 	pool, err := pg.Open(ctx, withDatabase(tb, admin, build), pg.Options{MaxConns: 4, AppName: "geogate-test-template"})
 	if err != nil {
 		tb.Fatalf("open template: %v", err)

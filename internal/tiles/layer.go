@@ -81,8 +81,9 @@ func checkLayer(ctx context.Context, db *pgxpool.Pool, l LayerSettings, extent, 
 
 func tableColumns(ctx context.Context, db *pgxpool.Pool, table string) (map[string]string, error) {
 	rows, err := db.Query(ctx, `
-		SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = $1`, table)
+		SELECT column_name, data_type FROM information_schema.columns c
+		JOIN pg_class r ON r.relname = c.table_name AND r.relnamespace::regnamespace::text = quote_ident(c.table_schema)
+		WHERE r.oid = to_regclass(quote_ident($1))`, table)
 	if err != nil {
 		return nil, fmt.Errorf("tile layers: read catalog: %w", err)
 	}
@@ -102,8 +103,9 @@ func geometryKind(ctx context.Context, db *pgxpool.Pool, l LayerSettings) (Kind,
 	var typ string
 	var srid int
 	err := db.QueryRow(ctx, `
-		SELECT type, srid FROM geometry_columns
-		WHERE f_table_schema = current_schema() AND f_table_name = $1 AND f_geometry_column = $2`,
+		SELECT type, srid FROM geometry_columns g
+		JOIN pg_class r ON r.relname = g.f_table_name AND r.relnamespace::regnamespace::text = quote_ident(g.f_table_schema)
+		WHERE r.oid = to_regclass(quote_ident($1)) AND g.f_geometry_column = $2`,
 		l.Table, l.Geom).Scan(&typ, &srid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("tile layer %s: %s.%s is not a geometry column", l.Name, l.Table, l.Geom)
@@ -157,7 +159,8 @@ func bounds(ctx context.Context, db *pgxpool.Pool, l *Layer) [4]float64 {
 	var b [4]*float64
 	err := db.QueryRow(ctx, `
 		SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e)
-		FROM (SELECT ST_EstimatedExtent(current_schema(), $1, $2) AS e) s`,
+		FROM (SELECT ST_EstimatedExtent(n.nspname::text, r.relname::text, $2) AS e
+		      FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace WHERE r.oid = to_regclass(quote_ident($1))) s`,
 		l.Table, l.Geom).Scan(&b[0], &b[1], &b[2], &b[3])
 	if err != nil || b[0] == nil || b[1] == nil || b[2] == nil || b[3] == nil {
 		return worldBounds

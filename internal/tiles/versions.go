@@ -226,6 +226,11 @@ func (v *Versions) listen(ctx context.Context) error {
 	}
 	conn := pc.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
+	// Waiting for a notification runs no statement a cancel request could
+	// end, so the pool's cancellation would keep this connection listening
+	// for its grace period after ctx ends: close it at once instead.
+	stop := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().Close() })
+	defer stop()
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}

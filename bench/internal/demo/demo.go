@@ -57,7 +57,7 @@ func fill(ctx context.Context, dbURL string) error {
 		return err
 	}
 	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, pg.DefaultSchema, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
 	return load(ctx, pool)
@@ -75,7 +75,7 @@ func load(ctx context.Context, pool *pgxpool.Pool) error {
 		_, err = importer.Import(ctx, pool, in, importer.Options{Layer: f.layer})
 		in.Close()
 		if err == nil {
-			err = importer.Analyze(ctx, pool, f.layer)
+			err = importer.Analyze(ctx, pool, importer.Options{Layer: f.layer})
 		}
 		if err != nil {
 			return fmt.Errorf("import %s: %w", f.path, err)

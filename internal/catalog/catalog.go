@@ -1,0 +1,127 @@
+// Package catalog finds the layers geogate publishes: every table, view
+// and materialized view with a geometry or geography column, in the
+// schemas it is told to publish, that its database role may read. It reads
+// them from PostgreSQL's catalog, so that every identifier geogate later
+// puts into SQL comes from there and never from a request.
+package catalog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Layer is one published geometry or geography column of a relation.
+type Layer struct {
+	// ID names the layer in URLs and to GIS clients; see LayerID.
+	ID     string
+	Schema string
+	Table  string
+	// Kind is "table", "view", "materialized view", "partitioned table"
+	// or "foreign table".
+	Kind string
+	// Column is the geometry or geography column.
+	Column    string
+	Geography bool
+	// GeometryType is PostGIS's name of the column's type: Point,
+	// MultiPolygon, ..., or Geometry when the column does not say.
+	GeometryType string
+	// SRID is the column's spatial reference; 4326 for geography.
+	SRID int
+	// Key is the feature id; see Key.
+	Key Key
+	// Properties are the relation's other columns, in their order.
+	Properties []Property
+	// Indexed says a spatial index (GiST, SP-GiST or BRIN) covers the
+	// column itself.
+	Indexed bool
+	// Bounds is the estimated extent in longitude and latitude, from the
+	// planner's statistics; nil when there are none (never analysed, or a
+	// view).
+	Bounds *Bounds
+	// Rows is the planner's estimate of the relation's rows; -1 unknown.
+	Rows int64
+	// Invalidated says geogate's triggers report every change of the
+	// relation (api publish --invalidate), so its cached tiles are retired
+	// exactly; otherwise they live for TILES_CACHE_TTL.
+	Invalidated bool
+
+	oid uint32 // the relation's, while discovering
+}
+
+// Key is how features of a layer are named.
+type Key struct {
+	// Column is the primary key, or a unique, not-null single column of a
+	// table without one; "" when the relation has neither (a view, or a
+	// table without a key): features are then named by a hash of their row
+	// (see FromRow).
+	Column string
+	// Type is the column's JSON type: "integer" or "string".
+	Type string
+	// PGType is the column's PostgreSQL type.
+	PGType string
+}
+
+// FromRow says the layer's features are named by a hash of their whole row:
+// stable while the row does not change, and the same for rows that cannot
+// be told apart.
+func (k Key) FromRow() bool { return k.Column == "" }
+
+// Property is a column published as a feature property.
+type Property struct {
+	Name string
+	// PGType is the column's type as PostgreSQL formats it.
+	PGType string
+	// Type is its JSON type: number, integer, boolean, string, array or
+	// object (json and jsonb, whatever they hold).
+	Type string
+	// Format refines a string: date-time, date, time or uuid; "" for none.
+	Format string
+}
+
+// Bounds is a box in longitude and latitude.
+type Bounds struct {
+	West, South, East, North float64
+}
+
+// Qualified is the relation's name as SQL writes it, quoted.
+func (l *Layer) Qualified() string { return quoteIdent(l.Schema) + "." + quoteIdent(l.Table) }
+
+// quoteIdent quotes a name from the catalog for SQL.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// QuoteIdent quotes a catalog name for SQL, as PostgreSQL's quote_ident
+// does for any name: always, so that case, spaces and reserved words are
+// kept.
+func QuoteIdent(s string) string { return quoteIdent(s) }
+
+// String describes the layer for logs.
+func (l *Layer) String() string {
+	return fmt.Sprintf("%s (%s.%s.%s, %s %s, SRID %d)", l.ID, l.Schema, l.Table, l.Column, l.Kind, l.GeometryType, l.SRID)
+}
+
+// jsonType is the JSON type and format of a PostgreSQL type: its name and
+// category (pg_type.typcategory).
+func jsonType(typname string, category byte) (typ, format string) {
+	switch typname {
+	case "int2", "int4", "int8", "oid":
+		return "integer", ""
+	case "float4", "float8", "numeric":
+		return "number", ""
+	case "bool":
+		return "boolean", ""
+	case "json", "jsonb":
+		return "object", ""
+	case "timestamptz", "timestamp":
+		return "string", "date-time"
+	case "date":
+		return "string", "date"
+	case "time", "timetz":
+		return "string", "time"
+	case "uuid":
+		return "string", "uuid"
+	}
+	if category == 'A' {
+		return "array", ""
+	}
+	return "string", ""
+}
