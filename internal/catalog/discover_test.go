@@ -47,19 +47,19 @@ func TestDiscoverUserDatabase(t *testing.T) {
 		got[l.ID] = summary(l)
 	}
 	want := map[string]layerSummary{
-		"places":          {"public", "places", "geom", "table", "Point", 4326, false, true, "id:integer", true},
-		"geofences":       {"public", "geofences", "geom", "table", "MultiPolygon", 4326, false, true, "id:integer", true},
-		"roads":           {"public", "roads", "geom", "table", "LineString", 3857, false, true, "gid:integer", false},
-		"parcels":         {"public", "parcels", "geom", "table", "MultiPolygon", 2263, false, true, "parcel_id:integer", false},
-		"french_cities":   {"public", "french_cities", "geom", "view", "Point", 4326, false, false, "", false},
-		"city_buffers":    {"public", "city_buffers", "geom", "view", "Geometry", 4326, false, false, "", false},
+		"places":        {"public", "places", "geom", "table", "Point", 4326, false, true, "id:integer", true},
+		"geofences":     {"public", "geofences", "geom", "table", "MultiPolygon", 4326, false, true, "id:integer", true},
+		"roads":         {"public", "roads", "geom", "table", "LineString", 3857, false, true, "gid:integer", false},
+		"parcels":       {"public", "parcels", "geom", "table", "MultiPolygon", 2263, false, true, "parcel_id:integer", false},
+		"french_cities": {"public", "french_cities", "geom", "view", "Point", 4326, false, false, "", false},
+		"city_buffers":  {"public", "city_buffers", "geom", "view", "Geometry", 4326, false, false, "", false},
 		// Its unique index allows NULLs, which a matview column never rules out.
 		"country_centres": {"public", "country_centres", "geom", "materialized view", "Point", 4326, false, true, "", false},
 		"sightings":       {"public", "sightings", "geom", "table", "Point", 4326, false, true, "", false},
 		"airports":        {"public", "airports", "geog", "table", "Point", 4326, true, true, "iata:string", false},
 		"million":         {"public", "million", "geom", "table", "Point", 4326, false, true, "id:integer", false},
-		"transit__Bus_Stops-" + idHash("transit", "Bus Stops", "geom"): {"transit", "Bus Stops", "geom", "table", "Point", 32633, false, true, "stop_code:string", false},
-		"Mixed_Case__select-" + idHash("Mixed Case", "select", "outline"): {"Mixed Case", "select", "outline", "table", "Polygon", 4326, false, true, "Order:integer", false},
+		"transit__Bus_Stops-" + idHash("transit", "Bus Stops", "geom"):               {"transit", "Bus Stops", "geom", "table", "Point", 32633, false, true, "stop_code:string", false},
+		"Mixed_Case__select-" + idHash("Mixed Case", "select", "outline"):            {"Mixed Case", "select", "outline", "table", "Polygon", 4326, false, true, "Order:integer", false},
 		"Mixed_Case__select__centroid-" + idHash("Mixed Case", "select", "centroid"): {"Mixed Case", "select", "centroid", "table", "Point", 4326, false, false, "Order:integer", false},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
