@@ -560,6 +560,8 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	// The second halves go once shutdown has begun: the writes are then
 	// surely in flight while the service shuts down.
 	resume := make(chan struct{})
+	resumeWrites := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(resumeWrites) // should the test end early
 	for i := range writes {
 		sent := make(chan struct{})
 		body := fmt.Sprintf(`{"type":"Feature","properties":{"name":"slow-%d"},"geometry":{"type":"Polygon","coordinates":[[[%d,10],[%d.5,10],[%d.5,10.5],[%d,10.5],[%d,10]]]}}`, i, i, i, i, i, i)
@@ -585,7 +587,7 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 		c.Close()
 		return false
 	})
-	close(resume)
+	resumeWrites()
 	err := <-stopped
 	took := time.Since(start)
 	close(done)

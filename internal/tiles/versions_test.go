@@ -156,6 +156,8 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	slow := testenv.Redis(t)
 	var hold atomic.Bool
 	held, release := make(chan struct{}, 1), make(chan struct{})
+	releaseHeld := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseHeld) // should the test end early
 	slow.AddHook(slowVersionReads{hold: &hold, held: held, release: release})
 	reader := newReplica(t, db, slow, "", Options{}, withWindow(window))
 	writer := newReplica(t, db, testenv.Redis(t), "", Options{}, withWindow(window))
@@ -194,7 +196,7 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	// Only now, after the write has answered, does the held-up answer
 	// reach the reader.
 	hold.Store(false)
-	close(release)
+	releaseHeld()
 	<-done
 	r := reader.get(t, path)
 	b, ok := fenceBound(t, decode(t, r.Body.Bytes(), tl), "berlin-box")
