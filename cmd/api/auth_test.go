@@ -98,7 +98,7 @@ func TestAuthEndToEnd(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("revoked key still accepted 2s after revoke (API_KEY_CACHE_TTL 300ms)")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }
 

@@ -187,7 +187,7 @@ func waitRedisDeciding(t *testing.T, base string, rc *redis.Client, back time.Ti
 		if sent >= redisResume {
 			t.Fatalf("a /within sent %v after Redis returned was not decided by Redis (no rl:geofence key); want Redis deciding within %v", sent.Round(time.Millisecond), redisResume)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 }
 
@@ -228,7 +228,7 @@ func tileCache(t *testing.T, base, want string) {
 		if time.Since(start) > faultRecovery {
 			t.Fatalf("GET %s: X-Cache %q for %v, want %s", tilePath, o.header.Get("X-Cache"), faultRecovery, want)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }
 
@@ -254,7 +254,7 @@ func background(base, path string) (stop func() []outcome) {
 			mu.Lock()
 			outs = append(outs, o)
 			mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // pacing: background traffic
 		}
 	}()
 	return func() []outcome {
@@ -430,9 +430,9 @@ func TestFaultScriptFlush(t *testing.T) {
 }
 
 // slowPost sends POST /geofences over a raw connection: the headers, and
-// once the server asks for the body, half of it; then (after sent is
-// closed and pause) the rest.
-func slowPost(addr, auth, body string, sent chan<- struct{}, pause time.Duration) outcome {
+// once the server asks for the body, half of it; then, after it has closed
+// sent and once resume is closed, the rest.
+func slowPost(addr, auth, body string, sent chan<- struct{}, resume <-chan struct{}) outcome {
 	start := time.Now()
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
@@ -464,7 +464,7 @@ func slowPost(addr, auth, body string, sent chan<- struct{}, pause time.Duration
 	if err != nil {
 		return outcome{err: err, took: time.Since(start)}
 	}
-	time.Sleep(pause)
+	<-resume
 	if _, err := io.WriteString(conn, body[half:]); err != nil {
 		return outcome{err: fmt.Errorf("second half: %w", err)}
 	}
@@ -549,7 +549,7 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	// Let the load run, then half-send the slow writes.
 	deadline := time.Now().Add(10 * time.Second)
 	for completed.Load() < 40 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 	if completed.Load() < 40 {
 		t.Fatalf("only %d requests completed before shutdown", completed.Load())
@@ -557,13 +557,18 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	const writes = 3
 	posts := make([]outcome, writes)
 	var pw sync.WaitGroup
+	// The second halves go once shutdown has begun: the writes are then
+	// surely in flight while the service shuts down.
+	resume := make(chan struct{})
+	resumeWrites := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(resumeWrites) // should the test end early
 	for i := range writes {
 		sent := make(chan struct{})
 		body := fmt.Sprintf(`{"type":"Feature","properties":{"name":"slow-%d"},"geometry":{"type":"Polygon","coordinates":[[[%d,10],[%d.5,10],[%d.5,10.5],[%d,10.5],[%d,10]]]}}`, i, i, i, i, i, i)
 		pw.Add(1)
 		go func() {
 			defer pw.Done()
-			posts[i] = slowPost(addr, "Bearer "+token, body, sent, 300*time.Millisecond)
+			posts[i] = slowPost(addr, "Bearer "+token, body, sent, resume)
 		}()
 		<-sent
 	}
@@ -571,7 +576,19 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	before := completed.Load()
 	stopping.Store(true)
 	start := time.Now()
-	err := stop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	// Shutdown has begun once the listener refuses new connections.
+	testenv.WaitFor(t, 10*time.Second, "the listener closing after shutdown began", func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
+	resumeWrites()
+	err := <-stopped
 	took := time.Since(start)
 	close(done)
 	wg.Wait()
@@ -676,7 +693,7 @@ func TestFaultPostgresStopped(t *testing.T) {
 		if time.Since(start) > faultRecovery {
 			t.Fatalf("/within still %s %v after PostgreSQL returned", o, faultRecovery)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling interval
 	}
 	checkReady(t, base, "")
 }
@@ -715,7 +732,8 @@ func TestFaultSlowQueries(t *testing.T) {
 			outs[i] = fetch(faultClient, "GET", fmt.Sprintf("%s/within?lng=2.35&lat=48.85&radius=%d", base, 1000+i), "", nil)
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The pool is stuck once both its connections wait on the lock.
+	waitLockWaiters(t, pool, 2)
 	for _, path := range []string{"/healthz", tilePath} {
 		if o := get(t, base+path); o.status != 200 || o.took > 500*time.Millisecond {
 			t.Errorf("GET %s while the pool is stuck = %s, want 200 at once", path, o)
@@ -760,7 +778,7 @@ func TestFaultSlowQueries(t *testing.T) {
 		t.Errorf("recovery took %v, want under %v", d, faultRecovery)
 	}
 	// No connection is left checked out.
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) { // polling interval
 		o := get(t, direct+"/metrics")
 		if strings.Contains(string(o.body), "\ngeogate_pgx_pool_acquired_conns 0\n") {
 			break

@@ -154,7 +154,7 @@ func TestClientLimits(t *testing.T) {
 				if _, err := conn.Write([]byte{request[n]}); err != nil {
 					break
 				}
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // pacing: a slow client, one byte at a time
 			}
 			sent <- n
 		}()

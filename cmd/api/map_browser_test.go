@@ -82,7 +82,7 @@ func TestMapInBrowser(t *testing.T) {
 			status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#status")))
 			t.Fatalf("after 60s the map renders %v (status %q), want Berlin and berlin-box", names, status)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polling interval
 	}
 	screenshot(t, ctx, dir, "map-1-features")
 

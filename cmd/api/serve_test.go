@@ -165,10 +165,15 @@ func TestServeEndToEnd(t *testing.T) {
 		if got := resp.Header.Get("X-Request-ID"); got != "abc-123" {
 			t.Errorf("X-Request-ID = %q, want abc-123", got)
 		}
-		time.Sleep(50 * time.Millisecond)
-		if !strings.Contains(logs.String(), `"request_id":"abc-123"`) {
-			t.Errorf("logs lack the request id:\n%s", logs)
-		}
+		// The access log line is written once the answer has gone out.
+		defer func() {
+			if t.Failed() {
+				t.Logf("logs:\n%s", logs)
+			}
+		}()
+		testenv.WaitFor(t, 5*time.Second, "the access log line with request_id abc-123", func() bool {
+			return strings.Contains(logs.String(), `"request_id":"abc-123"`)
+		})
 	})
 
 	t.Run("Metrics", func(t *testing.T) {
@@ -257,7 +262,7 @@ func TestShutdownDrain(t *testing.T) {
 		req, _ := http.NewRequest("GET", base+"/readyz", nil)
 		resp, body := getJSON(t, req)
 		sawDraining = resp.StatusCode == http.StatusServiceUnavailable && body["detail"] == "Not ready: shutting down."
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 	if !sawDraining {
 		t.Fatalf("/readyz never said 503 shutting down during the drain")

@@ -243,7 +243,7 @@ func (l *soakLoad) openLoop(ctx context.Context, next func(*rand.Rand) (kind, pa
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	for i := 0; ctx.Err() == nil; i++ {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // pacing: the open loop's schedule
 		kind, path, secret := next(rng)
 		select {
 		case jobs <- job{kind, path, secret}:
@@ -342,9 +342,9 @@ func TestSoak(t *testing.T) {
 		sent, skipped := load.openLoop(ctx, load.nextGreedy, greedyRate, greedyWorkers)
 		greedyDone <- counts{sent, skipped}
 	}()
-	time.Sleep(dur / 3)
+	time.Sleep(dur / 3) // pacing: the soak runs a third of its time before the first sample
 	mem["third"] = serviceMemory(t, p, pprofAddr)
-	time.Sleep(time.Until(start.Add(dur)))
+	time.Sleep(time.Until(start.Add(dur))) // pacing: the soak runs to its end
 	mem["end"] = serviceMemory(t, p, pprofAddr)
 	cancel()
 	c, g := <-done, <-greedyDone
@@ -413,7 +413,7 @@ func TestSoak(t *testing.T) {
 			t.Errorf("10s after the load stopped (windows of 1s), Redis still holds %d rate-limit keys, e.g. %v", len(left), left[:min(5, len(left))])
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polling interval
 	}
 }
 

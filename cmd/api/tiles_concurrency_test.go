@@ -87,6 +87,6 @@ func waitTileRenderBlocked(t *testing.T, pool pgPool) string {
 		if time.Now().After(deadline) {
 			t.Fatal("no tile render waiting for the lock on places after 10s")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -186,13 +187,18 @@ func TestAPIKeys(t *testing.T) {
 
 // TestRevokeTakesEffectWithinTTL: a revoked key keeps working at most for
 // the cache TTL; a key created after its secret was tried works after the
-// TTL too; lookups are cached both ways.
+// TTL too; lookups are cached both ways. The cache runs on a clock of the
+// test's, the real time plus an offset the test moves forward: the TTL
+// passes when the test says, and the cache's time never falls behind the
+// database's, which stamps the revocation.
 func TestRevokeTakesEffectWithinTTL(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 400 * time.Millisecond
 	cs := &countingStore{Store: NewStore(testenv.DB(t))}
 	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
 	cache := NewKeyCache(cs, ttl, 100)
+	var offset time.Duration // only the test's goroutine calls the cache
+	cache.now = func() time.Time { return time.Now().Add(offset) }
 
 	for i := 0; i < 50; i++ {
 		if _, err := cache.Verify(ctx, "k-secret"); err != nil {
@@ -205,22 +211,14 @@ func TestRevokeTakesEffectWithinTTL(t *testing.T) {
 	if err := cs.Revoke(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	revoked := time.Now()
-	for {
-		_, err := cache.Verify(ctx, "k-secret")
-		if err != nil {
-			if apperr.KindOf(err) != apperr.Unauthenticated {
-				t.Fatalf("Verify(revoked) = %v, want Unauthenticated", err)
-			}
-			break
-		}
-		if time.Since(revoked) > ttl+time.Second {
-			t.Fatalf("revoked key still accepted %v after revoke, TTL %v", time.Since(revoked), ttl)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// One TTL after the lookup (and the few milliseconds the test took
+	// since), the cached answer is gone and the revocation seen.
+	offset += ttl
+	if _, err := cache.Verify(ctx, "k-secret"); apperr.KindOf(err) != apperr.Unauthenticated {
+		t.Errorf("Verify(revoked) one TTL (%v) after the lookup = %v, want Unauthenticated", ttl, err)
 	}
-	if d := time.Since(revoked); d > ttl+200*time.Millisecond {
-		t.Errorf("revoke took effect after %v, want within TTL %v", d, ttl)
+	if got := cs.n.Load(); got != 2 {
+		t.Errorf("lookups after the TTL = %d, want 2", got)
 	}
 
 	// Negative answers are cached too, and expire.
@@ -232,7 +230,7 @@ func TestRevokeTakesEffectWithinTTL(t *testing.T) {
 		t.Errorf("lookups for 50 unknown verifications = %d, want 1", got)
 	}
 	mustCreate(t, cs.Store, CreateOptions{Key: Key{ID: "later", Scopes: AllScopes}, Secret: "later-secret"})
-	time.Sleep(ttl + 50*time.Millisecond)
+	offset += ttl
 	if _, err := cache.Verify(ctx, "later-secret"); err != nil {
 		t.Errorf("Verify(created after a miss, after TTL) = %v, want nil", err)
 	}
@@ -293,9 +291,8 @@ func TestKeyStoreDown(t *testing.T) {
 }
 
 // gatedStore holds every lookup until released and records how many ran
-// at once.
+// at once; then it finds no key.
 type gatedStore struct {
-	*Store
 	release        chan struct{}
 	inFlight, peak atomic.Int32
 }
@@ -310,27 +307,32 @@ func (g *gatedStore) ByHash(ctx context.Context, h [32]byte) (Key, error) {
 		}
 	}
 	<-g.release
-	return g.Store.ByHash(ctx, h)
+	return Key{}, ErrKeyNotFound
 }
 
+// TestKeyCacheBoundsConcurrentLookups runs in a synctest bubble:
+// synctest.Wait returns once every caller is blocked, either in a lookup
+// or waiting for a turn, so the count in flight is the final one.
 func TestKeyCacheBoundsConcurrentLookups(t *testing.T) {
-	g := &gatedStore{Store: NewStore(testenv.DB(t)), release: make(chan struct{})}
-	cache := NewKeyCache(g, time.Minute, 100)
-	var wg sync.WaitGroup
-	for i := 0; i < 12; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = cache.Verify(context.Background(), fmt.Sprintf("unknown-%d", i))
-		}()
-	}
-	time.Sleep(200 * time.Millisecond)
-	if got := g.inFlight.Load(); got != MaxConcurrentLookups {
-		t.Errorf("lookups in flight = %d, want %d", got, MaxConcurrentLookups)
-	}
-	close(g.release)
-	wg.Wait()
-	if got := g.peak.Load(); got > MaxConcurrentLookups {
-		t.Errorf("peak concurrent lookups = %d, want at most %d", got, MaxConcurrentLookups)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedStore{release: make(chan struct{})}
+		cache := NewKeyCache(g, time.Minute, 100)
+		var wg sync.WaitGroup
+		for i := 0; i < 12; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = cache.Verify(context.Background(), fmt.Sprintf("unknown-%d", i))
+			}()
+		}
+		synctest.Wait()
+		if got := g.inFlight.Load(); got != MaxConcurrentLookups {
+			t.Errorf("lookups in flight with 12 callers blocked = %d, want %d", got, MaxConcurrentLookups)
+		}
+		close(g.release)
+		wg.Wait()
+		if got := g.peak.Load(); got > MaxConcurrentLookups {
+			t.Errorf("peak concurrent lookups = %d, want at most %d", got, MaxConcurrentLookups)
+		}
+	})
 }

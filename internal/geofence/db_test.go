@@ -64,7 +64,7 @@ func waitNoSleepers(t *testing.T, admin *pgxpool.Pool, within time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the statement still runs in PostgreSQL %v after the request ended", within)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 }
 

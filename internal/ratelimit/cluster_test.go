@@ -178,7 +178,7 @@ func worker(id string) int {
 	// wait for the moment the three processes agreed on (pacing, not an
 	// assertion).
 	_ = rc.Ping(ctx).Err()
-	time.Sleep(time.Until(time.UnixMilli(start)))
+	time.Sleep(time.Until(time.UnixMilli(start))) // pacing: the agreed start of the burst
 	n, err := admissions(l, id, 40)
 	if err != nil {
 		fmt.Println("worker:", err)

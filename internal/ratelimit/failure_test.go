@@ -146,7 +146,7 @@ func TestRecoveryAfterRedisRestart(t *testing.T) {
 		if time.Since(back) > time.Second {
 			t.Fatalf("still not limiting through Redis %v after it came back: %v", time.Since(back), err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling interval
 	}
 	// The restarted Redis lost its scripts and the log; both come back.
 	for i := range 6 {

@@ -160,23 +160,45 @@ func TestConcurrencyLeaseExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const lease = time.Second
 	id := testenv.Prefix(t)
 	ctx := t.Context()
-	// Acquired and never released, as by a replica that died.
+	// Acquired and never released, as by a replica that died. The lease
+	// runs on the Redis clock, which cannot be moved: the slot must come
+	// free by itself once the lease has passed, not before.
+	start := time.Now() // at most the Redis time of the first Acquire
 	if _, ok, err := l.acquire(ctx, "c", id); !ok || err != nil {
 		t.Fatalf("first Acquire = %v, %v", ok, err)
 	}
+	taken := time.Now() // at least that time
 	if _, ok, _ := l.acquire(ctx, "c", id); ok {
 		t.Fatal("second Acquire succeeded with the only slot taken")
 	}
-	if ttl := rdb.PTTL(ctx, flightKey("c", id)).Val(); ttl <= 0 || ttl > time.Second {
-		t.Errorf("in-flight key PTTL = %v, want in (0, 1s]", ttl)
+	if ttl := rdb.PTTL(ctx, flightKey("c", id)).Val(); ttl <= 0 || ttl > lease {
+		t.Errorf("in-flight key PTTL = %v, want in (0, %v]", ttl, lease)
 	}
-	time.Sleep(1100 * time.Millisecond)
-	rel, ok, err := l.acquire(ctx, "c", id)
-	if !ok || err != nil {
-		t.Fatalf("Acquire after the lease ended = %v, %v", ok, err)
-	}
+	// A refused Acquire leaves nothing behind, so asking again until one
+	// succeeds observes the moment the slot comes free. Redis and this
+	// process read one system clock; a millisecond of leeway for rounding.
+	var rel func()
+	testenv.WaitFor(t, lease+5*time.Second, "a slot after the lease ended", func() bool {
+		sent := time.Now()
+		r, ok, err := l.acquire(ctx, "c", id)
+		if err != nil {
+			t.Fatalf("Acquire while the lease runs = %v", err)
+		}
+		if !ok {
+			if d := sent.Sub(taken); d > lease+time.Millisecond {
+				t.Fatalf("Acquire sent %v after the slot was taken was refused; its lease is %v", d, lease)
+			}
+			return false
+		}
+		if d := time.Since(start); d < lease-time.Millisecond {
+			t.Fatalf("the slot came free %v after it was taken, before its lease (%v) ended", d, lease)
+		}
+		rel = r
+		return true
+	})
 	rel()
 	if n := rdb.ZCard(ctx, flightKey("c", id)).Val(); n != 0 {
 		t.Errorf("after release: %d tokens, want 0", n)

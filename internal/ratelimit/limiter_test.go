@@ -94,7 +94,7 @@ func TestKeyTTLAtMostLongestWindow(t *testing.T) {
 				if ttl <= 0 || ttl > tc.longest {
 					t.Fatalf("after request %d: PTTL %s = %v, want in (0, %v]", i, tc.prefix+id, ttl, tc.longest)
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // pacing: each admission sets the TTL anew, a little later
 			}
 		})
 	}

@@ -119,6 +119,6 @@ func waitForWaiters(t *testing.T, f *flights, key string, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d callers wait for %q, want %d", got, key, n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polling interval
 	}
 }

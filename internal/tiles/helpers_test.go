@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/maptile"
@@ -52,9 +53,9 @@ type replica struct {
 	h       *Handler
 	r       *gin.Engine
 	checked http.Handler
-	// stop ends the version listener: the replica then learns of writes
-	// through Redis alone.
-	stop context.CancelFunc
+	// stop ends the version listener and waits until its session has left
+	// PostgreSQL: the replica then learns of writes through Redis alone.
+	stop func()
 }
 
 // newReplica builds a handler on db and rdb (nil: cache off) under prefix
@@ -79,6 +80,7 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	others := listenerPIDs(t, db)
 	h, err := New(ctx, s, Deps{DB: db, Redis: rdb}, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -87,6 +89,29 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	case <-h.versions.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("version listener not ready after 10s")
+	}
+	var mine []int32
+	for pid := range listenerPIDs(t, db) {
+		if !others[pid] {
+			mine = append(mine, pid)
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("the new replica's version listener sessions: %v, want one", mine)
+	}
+	stop := func() {
+		t.Helper()
+		cancel()
+		// The end of ctx reaches a listener idle in LISTEN only after the
+		// pool's cancel grace (pg.Open), seconds in which it would still
+		// hear NOTIFY; ending its session stops it at once (ctx has ended,
+		// so it does not reconnect).
+		if _, err := db.Exec(context.Background(), "SELECT pg_terminate_backend($1)", mine[0]); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, 10*time.Second, "the stopped version listener leaving PostgreSQL", func() bool {
+			return !listenerPIDs(t, db)[mine[0]]
+		})
 	}
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, trusted)
 	r.Use(func(c *gin.Context) {
@@ -98,7 +123,27 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	r.GET("/tiles", h.List)
 	r.GET("/tiles/:layer", h.TileJSON)
 	r.GET("/tiles/:layer/:z/:x/:y", h.Tile)
-	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: cancel}
+	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: stop}
+}
+
+// listenerPIDs returns the server processes of the tile version listeners
+// on db's database.
+func listenerPIDs(t *testing.T, db *pgxpool.Pool) map[int32]bool {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN `+notifyChannel+`'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[int32]bool, len(pids))
+	for _, pid := range pids {
+		m[pid] = true
+	}
+	return m
 }
 
 type testScopeKey struct{}

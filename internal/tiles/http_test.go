@@ -336,8 +336,11 @@ func TestRedisHungRendersUncached(t *testing.T) {
 	}
 	defer proc.Resume() //nolint:errcheck
 	// Until the version window has passed, the copy in memory needs no
-	// Redis read.
-	time.Sleep(rp.h.versions.window)
+	// Redis read: wait until it no longer vouches.
+	v := rp.h.versions
+	testenv.WaitFor(t, 10*time.Second, "the last version read to stop vouching for the memory copy", func() bool {
+		return !v.current("places", v.Local("places"))
+	})
 	for i, name := range []string{"FirstWaitsOneTimeout", "ThenSkipsRedis"} {
 		start := time.Now()
 		w := rp.get(t, path)

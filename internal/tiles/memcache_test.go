@@ -90,12 +90,16 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	}
 	// Another replica has seen a write: the memory copy is outdated. A
 	// write through the API waits the version window out before it
-	// answers; so does this one.
-	local := rp.h.versions.Local("geofences")
-	if err := rdb.Set(ctx, rp.h.versions.key("geofences"), local+1, 0).Err(); err != nil {
+	// answers; this one waits until the replica's last read of the
+	// version no longer vouches for its copy.
+	v := rp.h.versions
+	local := v.Local("geofences")
+	if err := rdb.Set(ctx, v.key("geofences"), local+1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(rp.h.versions.window)
+	testenv.WaitFor(t, 10*time.Second, "the last version read to stop vouching for the memory copy", func() bool {
+		return !v.current("geofences", local)
+	})
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
 		t.Errorf("GET after a newer shared version = %d %s, want 200 MISS (rendered again)", w.Code, w.Header().Get("X-Cache"))
 	}

@@ -2,6 +2,7 @@ package tiles
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -144,16 +145,20 @@ func TestWriteOutwaitsMemoryCopies(t *testing.T) {
 
 // TestVersionCheckCountsFromItsSending: a read of the shared version
 // vouches from the moment it was sent, not from when its answer came. The
-// reader's read of the old version is held up in its client for twice the
-// window while a write on another replica publishes, waits the window out
-// and answers; the reader's next tile must not rest on that held-up read.
+// reader's read of the old version is held up in its client, after Redis
+// answered it, while a write on another replica publishes, waits the
+// window out and answers; the reader's next tile must not rest on that
+// held-up read.
 func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	const window = 200 * time.Millisecond
 	slow := testenv.Redis(t)
 	var hold atomic.Bool
-	slow.AddHook(slowVersionReads{hold: &hold, delay: 2 * window})
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	releaseHeld := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseHeld) // should the test end early
+	slow.AddHook(slowVersionReads{hold: &hold, held: held, release: release})
 	reader := newReplica(t, db, slow, "", Options{}, withWindow(window))
 	writer := newReplica(t, db, testenv.Redis(t), "", Options{}, withWindow(window))
 	reader.stop()
@@ -165,21 +170,34 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	if w := reader.get(t, path); w.Header().Get("X-Cache") != "HIT" {
 		t.Fatalf("warm GET = %s, want HIT", w.Header().Get("X-Cache"))
 	}
-	time.Sleep(window) // the warm read no longer vouches
+	// The warm read no longer vouches: the next GET reads the version.
+	v := reader.h.versions
+	testenv.WaitFor(t, 10*time.Second, "the warm read to stop vouching for the memory copy", func() bool {
+		return !v.current("geofences", v.Local("geofences"))
+	})
 	hold.Store(true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		reader.get(t, path) // reads the old version; its answer is held up
 	}()
-	time.Sleep(window / 4)
+	// The reader's read has been answered by Redis with the old version
+	// and is now held up in its client.
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader's version read never reached Redis")
+	}
 	w := httptest.NewRecorder()
 	routes.ServeHTTP(w, httptest.NewRequest(http.MethodPut, "/12.9", nil))
 	if w.Code != http.StatusNoContent {
 		t.Fatalf("write = %d", w.Code)
 	}
-	<-done
+	// Only now, after the write has answered, does the held-up answer
+	// reach the reader.
 	hold.Store(false)
+	releaseHeld()
+	<-done
 	r := reader.get(t, path)
 	b, ok := fenceBound(t, decode(t, r.Body.Bytes(), tl), "berlin-box")
 	if !ok || !near(b.Min[0], 12.9) {
@@ -188,10 +206,12 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 }
 
 // slowVersionReads holds up the answer of each plain GET of a tile version
-// key by delay while hold is set.
+// key while hold is set: once Redis has answered, it says so on held (if
+// there is room) and keeps the answer until release is closed.
 type slowVersionReads struct {
-	hold  *atomic.Bool
-	delay time.Duration
+	hold    *atomic.Bool
+	held    chan<- struct{}
+	release <-chan struct{}
 }
 
 func (h slowVersionReads) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -200,7 +220,11 @@ func (h slowVersionReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if args := cmd.Args(); h.hold.Load() && cmd.Name() == "get" && len(args) == 2 && strings.Contains(fmt.Sprint(args[1]), ":v:") {
-			time.Sleep(h.delay)
+			select {
+			case h.held <- struct{}{}:
+			default:
+			}
+			<-h.release
 		}
 		return err
 	}
@@ -275,7 +299,7 @@ func TestPlainSQLInvalidates(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 5s the tile still shows %v", names)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling interval
 	}
 }
 
@@ -308,7 +332,7 @@ func waitVersion(t *testing.T, v *Versions, table string, want int64) {
 		if time.Now().After(deadline) {
 			t.Fatalf("version of %s = %d after 10s, want %d", table, v.Local(table), want)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling interval
 	}
 }
 
@@ -332,8 +356,14 @@ func TestSingleflight(t *testing.T) {
 			codes[i] = rp.get(t, path).Code
 		}()
 	}
-	waitFor(t, func() bool { return arrived.Load() == n && blockedRenders(t, db) == 1 })
-	time.Sleep(100 * time.Millisecond) // from OnMiss to joining the flight is a few instructions
+	// Wait until every request is accounted for: rendering or waiting for
+	// the flight of its tile.
+	waitFor(t, func() bool {
+		return arrived.Load() == n && rp.h.renders.Load()+int64(flightWaiters(&rp.h.flights)) == n && blockedRenders(t, db) >= 1
+	})
+	if got := rp.h.renders.Load(); got != 1 {
+		t.Errorf("renders started for %d concurrent requests = %d, want 1", n, got)
+	}
 	unlock()
 	wg.Wait()
 	for i, c := range codes {
@@ -388,7 +418,7 @@ func waitFor(t *testing.T, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met after 10s")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling interval
 	}
 }
 
@@ -398,11 +428,18 @@ func waitFor(t *testing.T, ok func() bool) {
 func TestSingleRenderAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t) + ":"
 	var arrived atomic.Int64
 	count := Options{OnMiss: func(*gin.Context) (func(), bool) { arrived.Add(1); return nil, true }}
-	replicas := []replica{newReplica(t, db, rdb, prefix, count), newReplica(t, db, rdb, prefix, count)}
+	// Each replica has a Redis client of its own, as a service instance
+	// has, on which a lost claim on the render lock is counted.
+	var lost [2]atomic.Int64
+	replicas := make([]replica, 2)
+	for i := range replicas {
+		c := testenv.Redis(t)
+		c.AddHook(lostClaims{n: &lost[i]})
+		replicas[i] = newReplica(t, db, c, prefix, count)
+	}
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const perReplica = 5
@@ -416,8 +453,18 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 			codes[i] = replicas[i%2].get(t, path).Code
 		}()
 	}
-	waitFor(t, func() bool { return arrived.Load() == int64(len(codes)) && blockedRenders(t, db) == 1 })
-	time.Sleep(100 * time.Millisecond)
+	// Wait until every request is accounted for: rendering, waiting for
+	// its replica's flight, or (the other replica's leader) having lost
+	// the claim to the render lock, after which it only polls for the
+	// tile while the lock is held.
+	rendering := func() int64 { return replicas[0].h.renders.Load() + replicas[1].h.renders.Load() }
+	waitFor(t, func() bool {
+		waiting := int64(flightWaiters(&replicas[0].h.flights) + flightWaiters(&replicas[1].h.flights))
+		return arrived.Load() == int64(len(codes)) && rendering()+waiting+lost[0].Load()+lost[1].Load() == int64(len(codes)) && blockedRenders(t, db) >= 1
+	})
+	if got := rendering(); got != 1 {
+		t.Errorf("renders started across replicas = %d, want 1", got)
+	}
 	if n := blockedRenders(t, db); n != 1 {
 		t.Errorf("%d tile queries wait in PostgreSQL, want 1", n)
 	}
@@ -431,4 +478,37 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	if got := replicas[0].h.renders.Load() + replicas[1].h.renders.Load(); got != 1 {
 		t.Errorf("renders across replicas = %d, want 1", got)
 	}
+}
+
+// flightWaiters counts the callers waiting for flights in f.
+func flightWaiters(f *flights) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, fl := range f.m {
+		n += fl.waiters
+	}
+	return n
+}
+
+// lostClaims counts the claims on a render lock (SET ... NX on a key
+// ending in ":lock") that another replica already held.
+type lostClaims struct{ n *atomic.Int64 }
+
+func (h lostClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h lostClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if b, ok := cmd.(*redis.BoolCmd); ok && !b.Val() && (err == nil || errors.Is(err, redis.Nil)) {
+			if args := cmd.Args(); cmd.Name() == "set" && len(args) > 1 && strings.HasSuffix(fmt.Sprint(args[1]), ":lock") {
+				h.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+func (h lostClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
