@@ -44,6 +44,7 @@ import (
 
 	"github.com/geogate/geogate/bench/internal/demo"
 	"github.com/geogate/geogate/bench/internal/load"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
@@ -101,9 +102,12 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 			Limits:      openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
 			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
 		},
-		Layers: []string{"places"},
 	}
-	b.svc, err = geofence.New(ctx, pool, b.settings, nil)
+	cat, err := catalog.Open(ctx, pool, catalog.Settings{Schemas: []string{"public"}, Own: pg.DefaultSchema}, nil)
+	if err != nil {
+		return err
+	}
+	b.svc = geofence.New(pool, cat, b.settings, nil)
 	if err != nil {
 		return err
 	}

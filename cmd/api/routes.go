@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,6 +78,8 @@ func routes(s *services) []route {
 		{"GET", "/redoc", anyone, free, docs.Redoc},
 		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
 
+		{"GET", "/layers", anyone, free, s.catalog.List},
+
 		{"GET", "/within", auth.ScopeProximityRead, spend(policyGeofence, geo.WithinCost), geo.Within},
 		{"GET", "/geofences", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.List},
 		{"POST", "/geofences", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Create},
@@ -95,16 +95,6 @@ func routes(s *services) []route {
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json
 		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.Tile},
 	}
-}
-
-// newHandler builds the services and serves every route of routes.
-// ctx ends when the service shuts down.
-func newHandler(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (http.Handler, error) {
-	s, err := newServices(ctx, cfg, log, d)
-	if err != nil {
-		return nil, err
-	}
-	return newRouter(cfg, log, s, routes(s))
 }
 
 // newRouter serves rs: each handler behind authentication (unless

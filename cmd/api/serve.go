@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/geogate/geogate/internal/config"
@@ -57,10 +60,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	hctx, stopHandler := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHandler()
-	handler, err := newHandler(hctx, cfg, log, deps)
+	services, err := newServices(hctx, cfg, log, deps)
 	if err != nil {
 		return err
 	}
+	handler, err := newRouter(cfg, log, services, routes(services))
+	if err != nil {
+		return err
+	}
+	go refreshOnHangup(hctx, services, log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.Server.ReadTimeout,
@@ -173,4 +181,25 @@ func migrateOnStart(ctx context.Context, url string, schemas pg.Schemas, log *sl
 	}
 	defer pool.Close()
 	return pg.Migrate(ctx, pool, schemas, log)
+}
+
+// refreshOnHangup looks for changed layers at once on each SIGHUP, rather
+// than at the next PUBLISH_REFRESH, until ctx ends.
+func refreshOnHangup(ctx context.Context, s *services, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		changed, err := s.catalog.Refresh(ctx)
+		if err != nil {
+			log.Warn("layers not refreshed after SIGHUP", "err", err.Error())
+			continue
+		}
+		log.Info("layers refreshed after SIGHUP", "changed", changed)
+	}
 }

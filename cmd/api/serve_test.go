@@ -101,6 +101,7 @@ func startServiceWithStop(t *testing.T, extra map[string]string) (string, *syncB
 	testenv.WaitFor(t, 15*time.Second, "the service printing its URL", func() bool {
 		select {
 		case err := <-done:
+			once.Do(func() {}) // it has returned: the cleanup has nothing to wait for
 			t.Fatalf("run() ended early: %v\nlogs:\n%s", err, logs)
 		default:
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
@@ -35,6 +36,7 @@ type services struct {
 	authn    *auth.Authenticator
 	limiter  *ratelimit.Limiter
 	health   *health.Handler
+	catalog  *catalog.Catalog
 	docs     *openapi.Docs
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
@@ -68,6 +70,9 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
+	if s.catalog, err = catalog.Open(ctx, d.db, cfg.Catalog, log); err != nil {
+		return nil, err
+	}
 	s.health = health.New(cfg.Redis.Timeout*4, map[string]health.Check{
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
@@ -94,10 +99,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 			log.Warn("tile versions not published after a write", "err", err.Error())
 		}
 	}
-	geo, err := geofence.New(ctx, d.db, cfg.Geofence, committed)
-	if err != nil {
-		return nil, err
-	}
+	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
 	return s, nil
 }

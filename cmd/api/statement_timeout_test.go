@@ -24,13 +24,13 @@ func TestServePoolStatementTimeout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pool, url := placesDB(t)
-			_, err := pool.Exec(context.Background(), `CREATE VIEW session_settings AS
+			_, err := pool.Exec(context.Background(), `CREATE VIEW public.session_settings AS
 				SELECT id, name, jsonb_build_object('statement_timeout', current_setting('statement_timeout')) AS properties, geom
 				FROM places`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := map[string]string{"DATABASE_URL": url, "GEOFENCE_LAYERS": "places,geofences,session_settings"}
+			env := map[string]string{"DATABASE_URL": url}
 			for k, v := range tt.env {
 				env[k] = v
 			}

@@ -31,6 +31,9 @@ type Layer struct {
 	Key Key
 	// Properties are the relation's other columns, in their order.
 	Properties []Property
+	// OtherGeometries are the relation's other geometry and geography
+	// columns, which are not properties.
+	OtherGeometries []string
 	// Indexed says a spatial index (GiST, SP-GiST or BRIN) covers the
 	// column itself.
 	Indexed bool

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,8 @@ type Settings struct {
 	// Own is geogate's own schema: never published, and where it finds
 	// the triggers that retire tiles.
 	Own string
+	// Refresh is how often a Catalog looks for changes; 0 never.
+	Refresh time.Duration
 }
 
 // Matches reports whether a glob pattern names l.
@@ -167,6 +170,11 @@ func columns(ctx context.Context, db *pgxpool.Pool, byRel map[uint32][]*Layer, _
 	var name, pgType, typname, category string
 	_, err = pgx.ForEachRow(rows, []any{&rel, &name, &pgType, &typname, &category}, func() error {
 		if typname == "geometry" || typname == "geography" {
+			for _, l := range byRel[rel] {
+				if l.Column != name {
+					l.OtherGeometries = append(l.OtherGeometries, name)
+				}
+			}
 			return nil
 		}
 		typ, format := jsonType(typname, category[0])

@@ -3,6 +3,7 @@ package config
 import (
 	"path"
 	"slices"
+	"time"
 
 	"github.com/geogate/geogate/internal/catalog"
 )
@@ -15,6 +16,7 @@ func loadCatalog(r *reader, db DB) catalog.Settings {
 		Include: r.list("PUBLISH_INCLUDE", nil),
 		Exclude: r.list("PUBLISH_EXCLUDE", nil),
 		Own:     db.Schema,
+		Refresh: r.durationOrZero("PUBLISH_REFRESH", 2*time.Second),
 	}
 	if slices.Contains(s.Schemas, db.Schema) {
 		r.fail("PUBLISH_SCHEMAS", db.Schema, "geogate's own schema (GEOGATE_SCHEMA) is never published")

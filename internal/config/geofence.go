@@ -25,13 +25,12 @@ func loadGeofence(r *reader, db DB) geofence.Settings {
 			MaxVertices:  r.integer("GEOFENCE_MAX_VERTICES", 100_000, 4, 10_000_000),
 			MaxBodyBytes: r.integer("GEOFENCE_MAX_BODY_BYTES", 5<<20, 1<<10, 1<<30),
 		},
-		Layers:    r.list("GEOFENCE_LAYERS", []string{"places", "geofences"}),
+		Own:       db.Schema,
 		CursorKey: r.str("GEOFENCE_CURSOR_KEY", ""),
 	}
-	for _, l := range g.Layers {
-		if !layerName.MatchString(l) {
-			r.fail("GEOFENCE_LAYERS", l, "each layer must be a lower-case table name")
-		}
+	if v := r.str("GEOFENCE_LAYERS", ""); v != "" {
+		r.fail("GEOFENCE_LAYERS", v, "is gone: /within searches every published layer; "+
+			"narrow them with PUBLISH_INCLUDE and PUBLISH_EXCLUDE (docs/api/layers.md)")
 	}
 	if g.DefaultLimit > g.MaxLimit {
 		r.fail("GEOFENCE_DEFAULT_LIMIT", strconv.Itoa(g.DefaultLimit), "must not exceed GEOFENCE_MAX_LIMIT")

@@ -11,11 +11,18 @@ import (
 )
 
 // Position is a place in a keyset-ordered result: the last row a page
-// returned. /within orders by (Dist, ID), the geofence listing by ID.
+// returned. /within orders by (Dist, Key), the geofence listing by ID.
 type Position struct {
 	Dist float64
 	ID   int64
+	// Key is a feature id as PostgreSQL writes it.
+	Key string
 }
+
+// maxCursorKey bounds the feature id a cursor carries, so that a next link
+// stays a URL clients take: a page ending on a longer id has none (see
+// Within; docs/api/layers.md says so).
+const maxCursorKey = 2048
 
 // ErrBadCursor is returned for a cursor that was not issued by this service
 // for the same query, was altered, or was signed with another key.
@@ -40,36 +47,38 @@ func NewCursors(key string) *Cursors {
 }
 
 const (
-	cursorPayload = 8 + 8 + 8 // query hash, distance bits, id
+	cursorPayload = 8 + 8 + 8 // query hash, distance bits, id; then the key
 	cursorMAC     = 16
 )
 
 // Encode returns the cursor for p within the query identified by scope.
 func (cs *Cursors) Encode(scope string, p Position) string {
-	b := make([]byte, cursorPayload, cursorPayload+cursorMAC)
+	b := make([]byte, cursorPayload, cursorPayload+len(p.Key)+cursorMAC)
 	copy(b[:8], scopeHash(scope))
 	binary.BigEndian.PutUint64(b[8:16], math.Float64bits(p.Dist))
 	binary.BigEndian.PutUint64(b[16:24], uint64(p.ID))
+	b = append(b, p.Key...)
 	b = append(b, cs.mac(b)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Decode returns the position in s, or ErrBadCursor.
 func (cs *Cursors) Decode(scope, s string) (Position, error) {
-	if len(s) > 64 {
+	if len(s) > base64.RawURLEncoding.EncodedLen(cursorPayload+maxCursorKey+cursorMAC) {
 		return Position{}, ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != cursorPayload+cursorMAC {
+	if err != nil || len(b) < cursorPayload+cursorMAC {
 		return Position{}, ErrBadCursor
 	}
-	payload, mac := b[:cursorPayload], b[cursorPayload:]
+	payload, mac := b[:len(b)-cursorMAC], b[len(b)-cursorMAC:]
 	if !hmac.Equal(mac, cs.mac(payload)) || !hmac.Equal(payload[:8], scopeHash(scope)) {
 		return Position{}, ErrBadCursor
 	}
 	p := Position{
 		Dist: math.Float64frombits(binary.BigEndian.Uint64(payload[8:16])),
 		ID:   int64(binary.BigEndian.Uint64(payload[16:24])),
+		Key:  string(payload[cursorPayload:]),
 	}
 	if math.IsNaN(p.Dist) || math.IsInf(p.Dist, 0) || p.Dist < 0 || p.ID < 0 {
 		return Position{}, ErrBadCursor

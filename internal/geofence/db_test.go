@@ -22,7 +22,7 @@ func slowDB(t *testing.T, sleep time.Duration) (admin *pgxpool.Pool, one *pgxpoo
 	t.Helper()
 	admin, url := testenv.DBWithURL(t)
 	mustExec(t, admin, "INSERT INTO places (name, geom) VALUES ('p', ST_SetSRID(ST_MakePoint(1, 1), 4326))")
-	mustExec(t, admin, fmt.Sprintf(`CREATE VIEW slow_places AS
+	mustExec(t, admin, fmt.Sprintf(`CREATE VIEW public.slow_places AS
 		SELECT p.* FROM places p, LATERAL (SELECT pg_sleep(%g)) s`, sleep.Seconds()))
 	// Opened as the service opens its pools: the cancellation of a
 	// statement whose context ends is set up there.
@@ -71,7 +71,7 @@ func waitNoSleepers(t *testing.T, admin *pgxpool.Pool, within time.Duration) {
 func TestQueryDeadlineCancelsInServer(t *testing.T) {
 	t.Parallel()
 	admin, one := slowDB(t, 5*time.Second)
-	_, h := newTestService(t, one, Timeouts{QueryTimeout: 300 * time.Millisecond, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 300 * time.Millisecond, AcquireTimeout: time.Second})
 	pid := backendPID(t, one)
 
 	start := time.Now()
@@ -118,7 +118,7 @@ func TestPoolExhaustedIs503(t *testing.T) {
 func TestClientDisconnectCancelsQuery(t *testing.T) {
 	t.Parallel()
 	admin, one := slowDB(t, 10*time.Second)
-	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -142,7 +142,8 @@ func TestDatabaseDownIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc := &Service{db: db{pool: pool, timeouts: testTimeouts}, layers: map[string]layer{"places": {name: "places", within: withinSQL("places")}}, names: []string{"places"}}
+	// The layers come from a working copy of the database.
+	svc := newService(t, pool, testenv.DB(t), testTimeouts)
 	h := contract.Wrap(t, testRouter(svc, testRules, nil), testRules.Limits)
 	for _, target := range []string{"/within?lng=1&lat=1&radius=10", "/geofences/1", "/geofences/contains?lng=1&lat=1"} {
 		code, body := do(t, h, "GET", target, "")

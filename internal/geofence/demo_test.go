@@ -53,10 +53,7 @@ func readCities(t *testing.T) []city {
 func demoRouter(t *testing.T) (*Service, http.Handler) {
 	t.Helper()
 	pool := testenv.DemoDB(t)
-	svc, err := New(context.Background(), pool, Settings{Timeouts: testTimeouts, Layers: []string{"places", "geofences"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, pool, pool, testTimeouts)
 	rules := testRules
 	rules.MaxRadius = 3_000_000
 	return svc, contract.Wrap(t, testRouter(svc, rules, nil), rules.Limits)
@@ -269,10 +266,7 @@ func TestDemoCountryContainment(t *testing.T) {
 func TestDemoWithinPlan(t *testing.T) {
 	t.Parallel()
 	pool := testenv.DemoDB(t)
-	svc, err := New(context.Background(), pool, Settings{Timeouts: testTimeouts, Layers: []string{"places"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, pool, pool, testTimeouts)
 	var n int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM places
 		WHERE ST_DWithin(geom::geography, ST_MakePoint(2.35, 48.85)::geography, 100000)`).Scan(&n); err != nil {

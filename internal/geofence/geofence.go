@@ -6,10 +6,10 @@ package geofence
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"sync"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -18,10 +18,9 @@ import (
 type Settings struct {
 	Timeouts
 	Rules
-	// Layers are the tables /within may search. Each needs the columns
-	// id (bigint), name (text), properties (jsonb) and geom (a 4326
-	// geometry), and a GiST index on (geom::geography) to be fast.
-	Layers []string
+	// Own is geogate's own schema, which holds the functions /within
+	// searches with.
+	Own string
 	// CursorKey signs paging cursors. Empty means a random key per start:
 	// cursors then stop working across restarts and between replicas.
 	CursorKey string
@@ -29,53 +28,45 @@ type Settings struct {
 
 // Service is the proximity and geofence capability.
 type Service struct {
-	db     db
-	layers map[string]layer
-	names  []string
+	db  db
+	cat *catalog.Catalog
+	own string
+	// sql caches each layer's statements; cleared when the catalog
+	// changes, since its layers are then new values.
+	sql sync.Map // *catalog.Layer -> *layerSQL
 	// committed runs after every write that changed a fence.
 	committed func(context.Context)
 }
 
-// layer holds the /within statement of one table, built once at start from
-// a checked table name: request input never reaches an identifier.
-type layer struct {
-	name   string
-	within string
-}
-
-// New checks that every configured layer exists with the columns /within
-// reads, and returns the Service. committed, when not nil, runs after
-// every write that changed a fence, once its transaction has committed
-// and before the write returns: the tile cache retires the layer's tiles
-// there.
-func New(ctx context.Context, pool *pgxpool.Pool, s Settings, committed func(context.Context)) (*Service, error) {
+// New returns the Service over the layers of cat. committed, when not nil,
+// runs after every write that changed a fence, once its transaction has
+// committed and before the write returns: the tile cache retires the
+// layer's tiles there.
+func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(context.Context)) *Service {
 	if committed == nil {
 		committed = func(context.Context) {}
 	}
-	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts}, layers: map[string]layer{}, committed: committed}
-	for _, name := range s.Layers {
-		if err := checkLayer(ctx, pool, name); err != nil {
-			return nil, err
-		}
-		svc.layers[name] = layer{name: name, within: withinSQL(pgx.Identifier{name}.Sanitize())}
-		svc.names = append(svc.names, name)
+	own := s.Own
+	if own == "" {
+		own = "geogate"
 	}
-	return svc, nil
+	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts}, cat: cat, own: own, committed: committed}
+	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
+	return svc
 }
 
-const layerColumnsSQL = `
-SELECT coalesce(array_agg(a.attname::text ORDER BY a.attname), '{}')
-FROM pg_attribute a
-WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-  AND a.attname IN ('id', 'name', 'properties', 'geom')`
+// errUnknownLayer answers a layer id the catalog does not hold.
+var errUnknownLayer = apperr.New(apperr.NotFound, "Unknown layer: GET /layers lists the published ones.")
 
-func checkLayer(ctx context.Context, pool *pgxpool.Pool, name string) error {
-	var cols []string
-	if err := pool.QueryRow(ctx, layerColumnsSQL, pgx.Identifier{name}.Sanitize()).Scan(&cols); err != nil {
-		return fmt.Errorf("geofence layer %q: %w", name, err)
+// layer returns the statements of the published layer id.
+func (s *Service) layer(id string) (*layerSQL, error) {
+	l := s.cat.Layer(id)
+	if l == nil {
+		return nil, errUnknownLayer
 	}
-	if len(cols) != 4 {
-		return fmt.Errorf("geofence layer %q: need a table or view with columns geom, id, name, properties; found [%s]", name, strings.Join(cols, ", "))
+	if v, ok := s.sql.Load(l); ok {
+		return v.(*layerSQL), nil
 	}
-	return nil
+	v, _ := s.sql.LoadOrStore(l, newLayerSQL(l, s.own))
+	return v.(*layerSQL), nil
 }

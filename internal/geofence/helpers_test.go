@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
@@ -34,21 +35,29 @@ var testTimeouts = Timeouts{QueryTimeout: 5 * time.Second, AcquireTimeout: 2 * t
 // plus extra ones, and a handler with its routes whose every exchange is
 // checked against the OpenAPI document (with testRules' limits) when the
 // test ends.
-func newTestService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts, extraLayers ...string) (*Service, http.Handler) {
+func newTestService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts) (*Service, http.Handler) {
 	t.Helper()
-	svc, r := newRawService(t, pool, timeouts, extraLayers...)
+	svc, r := newRawService(t, pool, timeouts)
 	return svc, contract.Wrap(t, r, testRules.Limits)
 }
 
 // newRawService is newTestService without the contract check, for
 // benchmarks and fuzz targets, which check what they need per input.
-func newRawService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts, extraLayers ...string) (*Service, *gin.Engine) {
+func newRawService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts) (*Service, *gin.Engine) {
 	t.Helper()
-	svc, err := New(context.Background(), pool, Settings{Timeouts: timeouts, Layers: append([]string{"places", "geofences"}, extraLayers...)}, nil)
-	if err != nil {
-		t.Fatalf("New() = %v", err)
-	}
+	svc := newService(t, pool, pool, timeouts)
 	return svc, testRouter(svc, testRules, nil)
+}
+
+// newService is a Service querying pool over the layers the catalog of
+// meta (a database with the same tables) holds in schema public.
+func newService(t testing.TB, pool, meta *pgxpool.Pool, timeouts Timeouts) *Service {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), meta, catalog.Settings{Schemas: []string{"public"}, Own: "geogate"}, nil)
+	if err != nil {
+		t.Fatalf("catalog.Open() = %v", err)
+	}
+	return New(pool, cat, Settings{Timeouts: timeouts}, nil)
 }
 
 // testRouter serves the package's routes over svc, as cmd/api does but

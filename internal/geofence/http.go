@@ -60,7 +60,7 @@ const geoJSON = "application/geo+json"
 // Within serves GET /within: the features of a layer within a radius of a
 // point, nearest first, paged by cursor.
 func (h *Handler) Within(c *gin.Context) {
-	q, err := parseWithin(c.Request.URL.Query(), h.rules, h.svc.names)
+	q, err := parseWithin(c.Request.URL.Query(), h.rules, func(id string) bool { return h.svc.cat.Layer(id) != nil })
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -344,7 +344,11 @@ func collection(fs []Feature, withDistance bool, next string) []byte {
 
 func appendFeature(b []byte, f Feature, withDistance bool) []byte {
 	b = append(b, `{"type":"Feature","id":`...)
-	b = strconv.AppendInt(b, f.ID, 10)
+	if f.Key != nil {
+		b = append(b, f.Key...)
+	} else {
+		b = strconv.AppendInt(b, f.ID, 10)
+	}
 	b = append(b, `,"geometry":`...)
 	if len(f.Geometry) == 0 {
 		b = append(b, "null"...)
@@ -360,18 +364,27 @@ func appendFeature(b []byte, f Feature, withDistance bool) []byte {
 	return append(b, '}')
 }
 
-// appendProps renders the stored properties (a JSON object without the
-// name) merged with name and, when given, distance_m.
+// appendProps renders the properties (a JSON object without the name)
+// merged with the name, unless the feature has none of its own, and, when
+// given, distance_m.
 func appendProps(b []byte, f Feature, dist *float64) []byte {
 	b = append(b, '{')
-	if inner := trimObject(f.Props); len(inner) > 0 {
-		b = append(b, inner...)
-		b = append(b, ',')
+	inner := trimObject(f.Props)
+	b = append(b, inner...)
+	more := len(inner) > 0
+	if !f.NoName {
+		if more {
+			b = append(b, ',')
+		}
+		b = append(b, `"name":`...)
+		b = appendString(b, f.Name)
+		more = true
 	}
-	b = append(b, `"name":`...)
-	b = appendString(b, f.Name)
 	if dist != nil {
-		b = append(b, `,"distance_m":`...)
+		if more {
+			b = append(b, ',')
+		}
+		b = append(b, `"distance_m":`...)
 		b = strconv.AppendFloat(b, *dist, 'f', -1, 64)
 	}
 	return append(b, '}')

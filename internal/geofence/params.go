@@ -163,7 +163,7 @@ type withinRequest struct {
 
 // parseWithin reads every /within parameter and reports every problem at
 // once. Unknown parameters are ignored.
-func parseWithin(v url.Values, r Rules, layers []string) (withinRequest, error) {
+func parseWithin(v url.Values, r Rules, known func(string) bool) (withinRequest, error) {
 	errs := &apperr.ValidationError{}
 	var q withinRequest
 	q.Lng, _ = number(v, "lng", -180, 180, errs)
@@ -175,20 +175,11 @@ func parseWithin(v url.Values, r Rules, layers []string) (withinRequest, error) 
 	if s, ok := param(v, "layer", errs); ok {
 		q.Layer = s
 	}
-	if !contains(layers, q.Layer) {
-		errs.Add("Unknown layer; one of: "+strings.Join(layers, ", ")+".", "enum", "query", "layer")
+	if !known(q.Layer) {
+		errs.Add("Unknown layer: GET /layers lists the published ones.", "enum", "query", "layer")
 	}
 	q.Cursor, _ = param(v, "cursor", errs)
 	return q, errs.Err()
-}
-
-func contains(list []string, s string) bool {
-	for _, l := range list {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 // withinScope identifies a /within query for its cursors: the layer and

@@ -19,7 +19,7 @@ func TestServerStatementTimeoutIs504(t *testing.T) {
 	t.Parallel()
 	admin, url := testenv.DBWithURL(t)
 	mustExec(t, admin, "INSERT INTO places (name, geom) VALUES ('p', ST_SetSRID(ST_MakePoint(1, 1), 4326))")
-	mustExec(t, admin, `CREATE VIEW slow_places AS SELECT p.* FROM places p, LATERAL (SELECT pg_sleep(5)) s`)
+	mustExec(t, admin, `CREATE VIEW public.slow_places AS SELECT p.* FROM places p, LATERAL (SELECT pg_sleep(5)) s`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	one, err := pg.Open(ctx, url, pg.Options{MaxConns: 1, StatementTimeout: 300 * time.Millisecond})
@@ -27,7 +27,7 @@ func TestServerStatementTimeoutIs504(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(one.Close)
-	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second}, "slow_places")
+	_, h := newTestService(t, one, Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: time.Second})
 	pid := backendPID(t, one)
 
 	start := time.Now()

@@ -2,11 +2,8 @@ package geofence
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/geogate/geogate/internal/apperr"
 )
 
 // WithinQuery asks for the features of Layer within Radius metres of
@@ -27,12 +24,19 @@ type WithinQuery struct {
 // Feature is one /within or geofence result. Props and Geometry are JSON
 // (an object without the name key, and a GeoJSON geometry).
 type Feature struct {
-	ID       int64
-	Name     string
+	ID int64
+	// Key, when set, is the feature id as JSON (a number or a string); a
+	// fence has ID instead.
+	Key  []byte
+	Name string
+	// NoName says the feature's layer has not geogate's own shape: its
+	// properties are its columns, without a name of geogate's.
+	NoName   bool
 	Props    []byte
 	Geometry []byte
 	// Distance is the spheroid distance in metres (only for /within).
 	Distance float64
+	keyText  string // Key as PostgreSQL writes it, for the next cursor
 }
 
 // WithinPage is one page of /within results, nearest first (ties by id).
@@ -42,90 +46,43 @@ type WithinPage struct {
 	Next *Position
 }
 
-// withinSQL is /within for one table. Ordering by exact spheroid distance
-// over every match would sort them all; instead:
-//
-//  1. bound: the first $4 matches in index (KNN, sphere) order give an
-//     upper bound on the spheroid distance of the $4-th nearest match,
-//     whatever the difference between sphere and spheroid, because any $4
-//     matches do;
-//  2. the answer: matches within that bound (a small, index-assisted
-//     range, slightly widened against rounding) sorted exactly by
-//     (spheroid distance, id).
-//
-// Both steps use ST_DWithin on geom::geography, the indexed expression.
-// $1 lng, $2 lat, $3 radius m, $4 rows, $5/$6 keyset position or NULLs,
-// $7 property names or NULL for all.
-func withinSQL(table string) string {
-	return fmt.Sprintf(`
-WITH pt AS MATERIALIZED (
-  SELECT ST_SetSRID(ST_MakePoint($1::float8, $2::float8), 4326)::geography AS g
-),
-bound AS (
-  SELECT max(ST_Distance(c.geom::geography, (SELECT g FROM pt), true)) AS d
-  FROM (
-    SELECT l.geom FROM %[1]s l
-    WHERE ST_DWithin(l.geom::geography, (SELECT g FROM pt), $3::float8)
-      AND ($6::bigint IS NULL
-           OR (ST_Distance(l.geom::geography, (SELECT g FROM pt), true), l.id) > ($5::float8, $6::bigint))
-    ORDER BY l.geom::geography <-> (SELECT g FROM pt)
-    LIMIT $4::int
-  ) c
-)
-SELECT r.id, coalesce(r.name::text, ''), r.d,
-  CASE WHEN $7::text[] IS NULL THEN coalesce(r.properties, '{}'::jsonb)
-       ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
-             FROM jsonb_each(coalesce(r.properties, '{}'::jsonb)) e WHERE e.key = ANY($7::text[]))
-  END - '{name,distance_m}'::text[],
-  ST_AsGeoJSON(r.geom)
-FROM (
-  SELECT l.id, l.name, l.properties, l.geom,
-         ST_Distance(l.geom::geography, (SELECT g FROM pt), true) AS d
-  FROM %[1]s l
-  WHERE ST_DWithin(l.geom::geography, (SELECT g FROM pt),
-                   LEAST($3::float8, (SELECT d FROM bound) * (1 + 1e-9) + 1e-6))
-    AND ST_DWithin(l.geom::geography, (SELECT g FROM pt), $3::float8)
-    AND ($6::bigint IS NULL
-         OR (ST_Distance(l.geom::geography, (SELECT g FROM pt), true), l.id) > ($5::float8, $6::bigint))
-  ORDER BY d, l.id
-  LIMIT $4::int
-) r
-ORDER BY r.d, r.id`, table)
-}
-
 // WithinSQL returns the statement /within runs for layer, with its
 // arguments for q, so that benchmarks can drive the identical SQL
 // directly. ok is false for an unknown layer.
 func (s *Service) WithinSQL(q WithinQuery) (sql string, args []any, ok bool) {
-	l, ok := s.layers[q.Layer]
-	if !ok {
+	l, err := s.layer(q.Layer)
+	if err != nil {
 		return "", nil, false
 	}
 	return l.within, withinArgs(q), true
 }
 
 func withinArgs(q WithinQuery) []any {
-	var afterD, afterID any
+	var afterD, afterKey any
 	if q.After != nil {
-		afterD, afterID = q.After.Dist, q.After.ID
+		afterD, afterKey = q.After.Dist, q.After.Key
 	}
 	var props any
 	if q.Props != nil {
 		props = q.Props
 	}
-	return []any{q.Lng, q.Lat, q.Radius, q.Limit + 1, afterD, afterID, props}
+	return []any{q.Lng, q.Lat, q.Radius, q.Limit + 1, afterD, afterKey, props}
 }
 
 // Within returns one page of features of q.Layer within q.Radius metres,
-// nearest first by spheroid distance, ties by id. It fails with
-// apperr.NotFound for an unknown layer.
+// nearest first by spheroid distance, ties by feature id. It fails with
+// apperr.NotFound for an unknown layer, and with a validation error for a
+// property the layer does not have.
 func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error) {
-	l, ok := s.layers[q.Layer]
-	if !ok {
-		return WithinPage{}, apperr.Errorf(apperr.NotFound, "Unknown layer %q.", q.Layer)
+	l, err := s.layer(q.Layer)
+	if err != nil {
+		return WithinPage{}, err
+	}
+	if err := checkProps(l, q.Props); err != nil {
+		return WithinPage{}, err
 	}
 	var page WithinPage
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, l.within, withinArgs(q)...)
 		if err != nil {
 			return err
@@ -136,9 +93,14 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 		page.Features = []Feature{}
 		for rows.Next() {
 			var f Feature
-			if err := rows.Scan(&f.ID, &f.Name, &f.Distance, &f.Props, &f.Geometry); err != nil {
+			var key string
+			var name *string
+			if err := rows.Scan(&key, &name, &f.Distance, &f.Props, &f.Geometry); err != nil {
 				return err
 			}
+			f.Name, f.NoName = deref(name), name == nil
+			f.Key = l.keyJSON(key)
+			f.keyText = key
 			page.Features = append(page.Features, f)
 		}
 		return rows.Err()
@@ -149,7 +111,16 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 	if len(page.Features) > q.Limit {
 		page.Features = page.Features[:q.Limit]
 		last := page.Features[q.Limit-1]
-		page.Next = &Position{Dist: last.Distance, ID: last.ID}
+		if len(last.keyText) <= maxCursorKey {
+			page.Next = &Position{Dist: last.Distance, Key: last.keyText}
+		}
 	}
 	return page, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

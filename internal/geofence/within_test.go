@@ -361,9 +361,9 @@ func TestWithinLayerWithNulls(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
 	insertPlaces(t, pool, []place{{"a", 1, 1}})
-	mustExec(t, pool, `CREATE VIEW bare_places AS
+	mustExec(t, pool, `CREATE VIEW public.bare_places AS
 		SELECT id, NULL::text AS name, NULL::jsonb AS properties, geom FROM places`)
-	_, h := newTestService(t, pool, testTimeouts, "bare_places")
+	_, h := newTestService(t, pool, testTimeouts)
 	c := getCollection(t, h, withinURL(1, 1, 10, "layer=bare_places&properties=x"))
 	if len(c.Features) != 1 || c.Features[0].Properties["name"] != "" {
 		t.Errorf("features = %+v, want one with an empty name", c.Features)

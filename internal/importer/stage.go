@@ -17,10 +17,10 @@ import (
 //  1. One transaction creates a staging table like the layer, without its
 //     indexes, and copies the rows into it (COPY FREEZE). Nobody reads it.
 //  2. The layer's indexes are built on the staging table on two
-//     connections at once: the GiST index on geom::geography, which
-//     PostGIS builds by inserting every row, on one, and the others, which
-//     together take about as long, on the other. In a single transaction
-//     they would be built one after the other.
+//     connections at once, the costliest first (a GiST index whose
+//     operator classes cannot sort, such as PostGIS 3.3's geography, is
+//     built by inserting every row). In a single transaction they would be
+//     built one after the other.
 //  3. One short transaction locks the layer, drops it, renames the staging
 //     table, its indexes and its id sequence to the layer's names and
 //     recreates the layer's triggers. Readers wait for that lock only, and

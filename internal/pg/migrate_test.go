@@ -3,8 +3,10 @@ package pg_test
 import (
 	"context"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -92,10 +94,14 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.relkind = 'r' AND c.relname IN ('api_keys', 'tile_versions', 'geofence_parts', 'goose_db_version', 'places', 'geofences')`,
 			"geogate.api_keys,geogate.geofence_parts,geogate.goose_db_version,geogate.tile_versions,public.geofences,public.places"},
-		{"geogate's functions", `SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY p.oid::regprocedure::text) FROM pg_proc p
-			WHERE p.pronamespace = 'geogate'::regnamespace`,
+		{"geogate's functions of before", `SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY p.oid::regprocedure::text) FROM pg_proc p
+			WHERE p.pronamespace = 'geogate'::regnamespace AND p.proname IN
+			('geofence_parts_build', 'geofence_parts_refresh', 'geofence_parts_truncate', 'geogate_tiles_bump')`,
 			"geofence_parts_build(bigint,geometry),geofence_parts_refresh(),geofence_parts_truncate(),geogate_tiles_bump()"},
-		{"the history", `SELECT max(version_id)::text FROM geogate.goose_db_version`, "6"},
+		{"nothing of geogate's functions left in public", `SELECT count(*)::text FROM pg_proc p
+			WHERE p.pronamespace = 'public'::regnamespace AND p.proname IN
+			('geofence_parts_build', 'geofence_parts_refresh', 'geofence_parts_truncate', 'geogate_tiles_bump')`, "0"},
+		{"the history", `SELECT max(version_id)::text FROM geogate.goose_db_version`, lastMigration(t)},
 		{"the key", `SELECT id || ' ' || array_to_string(scopes, ',') FROM geogate.api_keys`, "old-key proximity:read"},
 		{"the fence's parts", `SELECT count(*)::text FROM geogate.geofence_parts`, "1"},
 	} {
@@ -137,4 +143,15 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 	if _, err := pool.Exec(context.Background(), sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// lastMigration is the version of the newest migration file.
+func lastMigration(t *testing.T) string {
+	t.Helper()
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v %v", files, err)
+	}
+	v, _, _ := strings.Cut(files[len(files)-1], "_")
+	return strings.TrimLeft(v, "0")
 }

@@ -1,0 +1,77 @@
+package catalog
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// LayerInfo is one entry of GET /layers.
+type LayerInfo struct {
+	ID             string         `json:"id"`
+	Schema         string         `json:"schema"`
+	Table          string         `json:"table"`
+	Kind           string         `json:"kind"`
+	GeometryColumn string         `json:"geometry_column"`
+	GeometryType   string         `json:"geometry_type"`
+	SRID           int            `json:"srid"`
+	Geography      bool           `json:"geography"`
+	Bounds         *[4]float64    `json:"bounds"`
+	EstimatedRows  *int64         `json:"estimated_rows"`
+	IDColumn       *IDColumn      `json:"id_column"`
+	Properties     []PropertyInfo `json:"properties"`
+	SpatialIndex   bool           `json:"spatial_index"`
+	// Invalidation is "exact" when a change to the relation retires its
+	// cached tiles at once, "ttl" when they live out TILES_CACHE_TTL.
+	Invalidation string `json:"invalidation"`
+}
+
+// IDColumn names a layer's feature ids.
+type IDColumn struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// PropertyInfo is one property of a layer.
+type PropertyInfo struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Format string `json:"format,omitempty"`
+	PGType string `json:"pg_type"`
+}
+
+// Info describes l as GET /layers does.
+func Info(l *Layer) LayerInfo {
+	li := LayerInfo{
+		ID: l.ID, Schema: l.Schema, Table: l.Table, Kind: l.Kind, GeometryColumn: l.Column,
+		GeometryType: l.GeometryType, SRID: l.SRID, Geography: l.Geography, SpatialIndex: l.Indexed,
+		Properties: make([]PropertyInfo, len(l.Properties)), Invalidation: "ttl",
+	}
+	if l.Bounds != nil {
+		li.Bounds = &[4]float64{l.Bounds.West, l.Bounds.South, l.Bounds.East, l.Bounds.North}
+	}
+	if l.Rows >= 0 {
+		rows := l.Rows
+		li.EstimatedRows = &rows
+	}
+	if !l.Key.FromRow() {
+		li.IDColumn = &IDColumn{Name: l.Key.Column, Type: l.Key.Type}
+	}
+	for i, p := range l.Properties {
+		li.Properties[i] = PropertyInfo{Name: p.Name, Type: p.Type, Format: p.Format, PGType: p.PGType}
+	}
+	if l.Invalidated {
+		li.Invalidation = "exact"
+	}
+	return li
+}
+
+// List serves GET /layers: every published layer, as Info describes it.
+func (c *Catalog) List(g *gin.Context) {
+	ls := c.Layers()
+	out := make([]LayerInfo, len(ls))
+	for i, l := range ls {
+		out[i] = Info(l)
+	}
+	g.JSON(http.StatusOK, gin.H{"layers": out})
+}
