@@ -50,6 +50,9 @@ type Identity struct {
 	// Spatial is the part of the world the caller may query; nil means the
 	// whole world.
 	Spatial *spatial.Scope
+	// Layers are the layer ids and patterns the caller may read (see
+	// MayRead); nil means every layer.
+	Layers []string
 	// Anonymous is true when the request carried no credentials.
 	Anonymous bool
 }

@@ -137,7 +137,9 @@ func (a *Authenticator) authenticateKey(ctx context.Context, secret string) (Ide
 	if err != nil {
 		return Identity{}, err
 	}
-	return Identity{Kind: KindKey, ID: k.ID, Scopes: slices.Clip(k.Scopes), Tier: k.Tier, Spatial: k.Spatial}, nil
+	// Clipped, so that a caller appending to them cannot write into the
+	// cached key.
+	return Identity{Kind: KindKey, ID: k.ID, Scopes: slices.Clip(k.Scopes), Tier: k.Tier, Spatial: k.Spatial, Layers: slices.Clip(k.Layers)}, nil
 }
 
 // MaxKeyLength bounds the x-api-key header.

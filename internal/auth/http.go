@@ -53,7 +53,7 @@ func Require(scope string) gin.HandlerFunc {
 }
 
 // tokenErrors are the refusals of a bearer token (RFC 6750 invalid_token).
-var tokenErrors = []error{errInvalidToken, errExpiredToken, errEarlyToken, errTokenIssuer, errTokenAudience, errTokenClaims, errTokenGeoScope}
+var tokenErrors = []error{errInvalidToken, errExpiredToken, errEarlyToken, errTokenIssuer, errTokenAudience, errTokenClaims, errTokenGeoScope, errTokenLayers}
 
 func abortAuth(c *gin.Context, err error) {
 	if apperr.KindOf(err) == apperr.Unauthenticated {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -130,6 +131,7 @@ type claims struct {
 	Scopes   json.RawMessage `json:"scopes,omitempty"`
 	GeoScope json.RawMessage `json:"geo_scope,omitempty"`
 	Tier     json.RawMessage `json:"tier,omitempty"`
+	Layers   json.RawMessage `json:"layers,omitempty"`
 }
 
 // Verify checks tok and returns the identity it carries. Every failure is
@@ -166,7 +168,38 @@ func (v *TokenVerifier) Verify(tok string) (Identity, error) {
 		}
 		id.Spatial = s
 	}
+	if id.Layers, err = tokenLayers(c.Layers); err != nil {
+		return Identity{}, err
+	}
 	return id, nil
+}
+
+// errTokenLayers is the cause of every refusal of a layers claim; the
+// message of each says what is wrong with the claim.
+var errTokenLayers = errors.New("malformed layers claim")
+
+// tokenLayers reads the "layers" claim: absent or null is every layer,
+// otherwise an array of 1 to MaxLayers distinct layer ids or patterns.
+// Anything else refuses the token rather than guess: a claim meant to
+// narrow what a token reads must never widen it by being misread.
+func tokenLayers(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var layers []string
+	problem := "it must be an array of strings"
+	if err := json.Unmarshal(raw, &layers); err == nil && layers != nil {
+		// The entry at fault is not named: a detail is no place to echo
+		// a token's content.
+		var at int
+		if problem, at = checkLayers(layers); at >= 0 {
+			problem = "an entry " + problem
+		}
+	}
+	if problem != "" {
+		return nil, apperr.Wrap(apperr.Unauthenticated, "The bearer token has a malformed layers claim: "+problem+".", errTokenLayers)
+	}
+	return layers, nil
 }
 
 // tokenScopes reads "scope" (space-separated string, the OAuth form) and
@@ -267,6 +300,7 @@ type MintOptions struct {
 	Scopes   []string
 	Tier     string
 	Spatial  *spatial.Scope
+	Layers   []string
 	TTL      time.Duration
 	Issuer   string
 	Audience []string
@@ -300,6 +334,12 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 	}
 	if o.Spatial != nil {
 		m["geo_scope"] = o.Spatial // its canonical JSON
+	}
+	if err := ValidateLayers(o.Layers); err != nil {
+		return "", err
+	}
+	if o.Layers != nil {
+		m["layers"] = o.Layers
 	}
 	if o.Issuer != "" {
 		m["iss"] = o.Issuer

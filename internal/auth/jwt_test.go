@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geogate/geogate/internal/spatial"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 const (
@@ -293,4 +298,105 @@ func signWithHeader(t testing.TB, name string, value any, claims jwt.MapClaims) 
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestLayersClaim reads the layers claim: absent or null is every layer,
+// an array of distinct ids or patterns is kept as it is, and anything else
+// refuses the token with a detail saying what is wrong and not echoing it.
+func TestLayersClaim(t *testing.T) {
+	tv, err := NewTokenVerifier(TokenOptions{HS256Secret: []byte(testSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	many := make([]string, MaxLayers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("layer%d", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		claim any // nil: no claim
+		want  []string
+		fault string // part of the detail of the 401; "" when accepted
+	}{
+		{"Absent", nil, nil, ""},
+		{"Null", json.RawMessage("null"), nil, ""},
+		{"Ids", []string{"places", "transit__Bus_Stops-1a2b3c"}, []string{"places", "transit__Bus_Stops-1a2b3c"}, ""},
+		{"Pattern", []string{"transit__*"}, []string{"transit__*"}, ""},
+		{"Most", many[:MaxLayers], many[:MaxLayers], ""},
+		{"String", "places", nil, "it must be an array of strings"},
+		{"Number", 7, nil, "it must be an array of strings"},
+		{"Object", map[string]any{"places": true}, nil, "it must be an array of strings"},
+		{"ArrayOfNumbers", []any{"places", 7}, nil, "it must be an array of strings"},
+		{"EmptyArray", []string{}, nil, "the list is empty"},
+		{"EmptyString", []string{"places", ""}, nil, "an entry is empty"},
+		{"NullEntry", []any{"places", nil}, nil, "an entry is empty"},
+		{"Duplicate", []string{"places", "places"}, nil, "an entry appears twice"},
+		{"TooMany", many, nil, "the list has more than 64 entries"},
+		{"TooLong", []string{strings.Repeat("a", MaxLayerPattern+1)}, nil, "an entry is longer than 256 characters"},
+		{"NotAnID", []string{"secret-looking value"}, nil, "an entry is not a layer id or pattern"},
+		{"BadPattern", []string{"zone[0-"}, nil, "an entry is not a layer id or pattern"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := sign(t, jwt.SigningMethodHS256, []byte(testSecret), "", claimsAt(now, map[string]any{"iss": nil, "aud": nil, "layers": tc.claim}))
+			id, err := tv.Verify(tok)
+			if tc.fault == "" {
+				if err != nil {
+					t.Fatalf("Verify(layers %v) = %v, want nil", tc.claim, err)
+				}
+				if diff := cmp.Diff(tc.want, id.Layers); diff != "" || (tc.want == nil) != (id.Layers == nil) {
+					t.Errorf("Verify(layers %v).Layers = %q, want %q (-want +got):\n%s", tc.claim, id.Layers, tc.want, diff)
+				}
+				return
+			}
+			got := apperr.MessageOf(err)
+			want := "The bearer token has a malformed layers claim: " + tc.fault
+			if apperr.KindOf(err) != apperr.Unauthenticated || !strings.HasPrefix(got, want) {
+				t.Errorf("Verify(layers %v) = %q (kind %v), want Unauthenticated starting %q", tc.claim, got, apperr.KindOf(err), want)
+			}
+			if strings.Contains(got, "secret-looking") || strings.Contains(got, "zone") {
+				t.Errorf("detail %q echoes the claim", got)
+			}
+		})
+	}
+}
+
+// TestLayersClaimRefusedOverHTTP: a malformed layers claim is a rejected
+// token like the other claim errors: 401 with error="invalid_token".
+func TestLayersClaimRefusedOverHTTP(t *testing.T) {
+	h := testRouter(newTokenAuthenticator(t))
+	tok := sign(t, jwt.SigningMethodHS256, []byte(testSecret), "", claimsAt(time.Now(), map[string]any{"layers": []string{"roads", "roads"}}))
+	res := do(t, h, "GET", "/within", map[string]string{"Authorization": "Bearer " + tok}, "")
+	checkRejection(t, res, 401, "malformed layers claim: an entry appears twice", tok)
+	if got := res.header.Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_token"`) {
+		t.Errorf("WWW-Authenticate = %q, want invalid_token", got)
+	}
+}
+
+func TestMintHS256Layers(t *testing.T) {
+	tv, _ := NewTokenVerifier(TokenOptions{HS256Secret: []byte(testSecret)})
+	for _, tc := range []struct {
+		name   string
+		layers []string
+	}{
+		{"Every", nil},
+		{"Some", []string{"roads", "transit__*"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, err := MintHS256([]byte(testSecret), MintOptions{Subject: "dev", Scopes: []string{ScopeTilesRead}, Layers: tc.layers, TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := tv.Verify(tok)
+			if err != nil {
+				t.Fatalf("Verify(minted) = %v", err)
+			}
+			if diff := cmp.Diff(tc.layers, id.Layers); diff != "" || (tc.layers == nil) != (id.Layers == nil) {
+				t.Errorf("Verify(minted with layers %q).Layers = %q (-want +got):\n%s", tc.layers, id.Layers, diff)
+			}
+		})
+	}
+	if _, err := MintHS256([]byte(testSecret), MintOptions{Subject: "dev", Layers: []string{"a b"}, TTL: time.Minute}); apperr.KindOf(err) != apperr.Invalid {
+		t.Errorf("MintHS256(layers [\"a b\"]) = %v, want Invalid", err)
+	}
 }

@@ -17,6 +17,9 @@ type Key struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time
 	RevokedAt *time.Time
+	// Layers are the layer ids and patterns the key may read; nil means
+	// every layer.
+	Layers []string
 }
 
 // Usable reports why k cannot be used at t, or nil.

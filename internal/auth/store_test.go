@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
@@ -335,4 +337,128 @@ func TestKeyCacheBoundsConcurrentLookups(t *testing.T) {
 			t.Errorf("peak concurrent lookups = %d, want at most %d", got, MaxConcurrentLookups)
 		}
 	})
+}
+
+// TestKeyLayers: a key's layers are stored, listed and loaded as given,
+// reach the Identity of a request made with the key, and can be replaced;
+// a key created without layers may read every layer (nil, stored NULL).
+func TestKeyLayers(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.DB(t)
+	s := NewStore(db)
+	some := []string{"places", "transit__*"}
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "some", Scopes: AllScopes, Layers: some}, Secret: "some-secret"})
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "every", Scopes: AllScopes}, Secret: "every-secret"})
+	a := NewAuthenticator(Options{Keys: NewKeyCache(s, time.Minute, 100)})
+
+	for _, tc := range []struct {
+		name, id, secret string
+		want             []string
+	}{
+		{"Some", "some", "some-secret", some},
+		{"Every", "every", "every-secret", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := s.ByHash(ctx, HashSecret(tc.secret))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, k.Layers); diff != "" || (tc.want == nil) != (k.Layers == nil) {
+				t.Errorf("ByHash(%s).Layers = %q, want %q", tc.id, k.Layers, tc.want)
+			}
+			var isNull bool
+			if err := db.QueryRow(ctx, `SELECT layers IS NULL FROM api_keys WHERE id = $1`, tc.id).Scan(&isNull); err != nil || isNull != (tc.want == nil) {
+				t.Errorf("layers IS NULL for %s = %v (%v), want %v", tc.id, isNull, err, tc.want == nil)
+			}
+			req, _ := http.NewRequest("GET", "/within", nil)
+			req.Header.Set("x-api-key", tc.secret)
+			id, err := a.Authenticate(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, id.Layers); diff != "" || (tc.want == nil) != (id.Layers == nil) {
+				t.Errorf("Authenticate(%s).Layers = %q, want %q", tc.id, id.Layers, tc.want)
+			}
+			if got, want := id.MayRead("transit__stops"), true; got != want {
+				t.Errorf("Authenticate(%s).MayRead(transit__stops) = %v, want %v", tc.id, got, want)
+			}
+			if got, want := id.MayRead("roads"), tc.want == nil; got != want {
+				t.Errorf("Authenticate(%s).MayRead(roads) = %v, want %v", tc.id, got, want)
+			}
+		})
+	}
+	t.Run("List", func(t *testing.T) {
+		keys, err := s.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, k := range keys {
+			got[k.ID] = k.Layers
+		}
+		if diff := cmp.Diff(map[string][]string{"every": nil, "some": some}, got); diff != "" {
+			t.Errorf("List() layers (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("Replace", func(t *testing.T) {
+		for _, layers := range [][]string{{"roads"}, nil} {
+			mustCreate(t, s, CreateOptions{Key: Key{ID: "some", Scopes: AllScopes, Layers: layers}, Secret: "some-secret", Replace: true})
+			k, err := s.ByHash(ctx, HashSecret("some-secret"))
+			if err != nil || !cmp.Equal(layers, k.Layers) || (layers == nil) != (k.Layers == nil) {
+				t.Errorf("after replacing with layers %q: %q, %v", layers, k.Layers, err)
+			}
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, layers := range [][]string{{}, {"a b"}, {"roads", "roads"}, {""}} {
+			_, err := s.Create(ctx, CreateOptions{Key: Key{ID: "bad", Scopes: AllScopes, Layers: layers}})
+			if apperr.KindOf(err) != apperr.Invalid || !strings.Contains(apperr.MessageOf(err), "layers are not valid") {
+				t.Errorf("Create(layers %q) = %v, want Invalid naming the layers", layers, err)
+			}
+		}
+		if _, err := s.ByHash(ctx, HashSecret("bad")); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("a refused key was stored: %v", err)
+		}
+	})
+	t.Run("BadRowRefused", func(t *testing.T) {
+		// A row written with plain SQL, around Create's checks.
+		if _, err := db.Exec(ctx, `INSERT INTO api_keys (id, secret_hash, layers) VALUES ('sql', sha256('sql-secret'), '{"a b"}')`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ByHash(ctx, HashSecret("sql-secret")); err == nil || apperr.KindOf(err) != apperr.Internal {
+			t.Errorf("ByHash(key with a malformed layer) = %v, want an internal error", err)
+		}
+	})
+}
+
+// TestKeyLayersChangeWithinTTL: layers changed in the store (the secret
+// kept) reach requests once the cached answer is a TTL old, as every other
+// attribute of a key does.
+func TestKeyLayersChangeWithinTTL(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+	s := NewStore(testenv.DB(t))
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes, Layers: []string{"roads"}}, Secret: "k-secret"})
+	cache := NewKeyCache(s, ttl, 100)
+	var offset time.Duration
+	cache.now = func() time.Time { return time.Now().Add(offset) }
+	for _, step := range []struct {
+		name   string
+		layers []string // replaced with before the step; nil keeps the key
+		after  time.Duration
+		want   []string
+	}{
+		{"First", nil, 0, []string{"roads"}},
+		{"ChangedWithinTTL", []string{"places"}, ttl / 2, []string{"roads"}},
+		{"ChangedAfterTTL", nil, ttl, []string{"places"}},
+	} {
+		if step.layers != nil {
+			mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes, Layers: step.layers}, Secret: "k-secret", Replace: true})
+		}
+		offset += step.after
+		k, err := cache.Verify(ctx, "k-secret")
+		if err != nil || !cmp.Equal(k.Layers, step.want) {
+			t.Errorf("%s: Verify(k).Layers = %q, %v; want %q", step.name, k.Layers, err, step.want)
+		}
+	}
 }

@@ -2,18 +2,22 @@ package pg_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 	"github.com/geogate/geogate/migrations"
@@ -154,4 +158,56 @@ func lastMigration(t *testing.T) string {
 	}
 	v, _, _ := strings.Cut(files[len(files)-1], "_")
 	return strings.TrimLeft(v, "0")
+}
+
+// TestMigrationAddsKeyLayers: keys created before migration 10 keep
+// working after it, with NULL layers (every layer); the new column takes
+// lists of layers and refuses an empty one; and it goes away again down.
+func TestMigrationAddsKeyLayers(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t)
+	ctx := context.Background()
+	p, closer, err := pg.Provider(db, pg.Schemas{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	hasLayers := func() bool {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = 'api_keys' AND column_name = 'layers'`, pg.DefaultSchema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	if _, err := p.DownTo(ctx, 9); err != nil || hasLayers() {
+		t.Fatalf("migrate down to 9: %v, layers column left: %v", err, hasLayers())
+	}
+	mustExec(t, db, `INSERT INTO api_keys (id, secret_hash, scopes, tier) VALUES ('old-key', sha256('old-secret'), '{tiles:read}', 'gold')`)
+	if err := pg.Migrate(ctx, db, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Migrate() = %v", err)
+	}
+
+	s := auth.NewStore(db)
+	k, err := s.ByHash(ctx, auth.HashSecret("old-secret"))
+	if err != nil {
+		t.Fatalf("ByHash(old key) after the migration = %v", err)
+	}
+	if k.ID != "old-key" || k.Tier != "gold" || k.Layers != nil || k.Usable(time.Now()) != nil {
+		t.Errorf("old key after the migration = %+v, want old-key, gold, usable, Layers nil", k)
+	}
+	if _, err := s.Create(ctx, auth.CreateOptions{Key: auth.Key{ID: "new-key", Layers: []string{"roads"}}, Secret: "new-secret"}); err != nil {
+		t.Fatalf("Create(a key with layers) after the migration = %v", err)
+	}
+	for _, bad := range []string{`'{}'`, `'{roads,NULL}'`} {
+		_, err := db.Exec(ctx, `UPDATE api_keys SET layers = `+bad+` WHERE id = 'old-key'`)
+		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "23514" {
+			t.Errorf("layers = %s: %v, want a check violation", bad, err)
+		}
+	}
+
+	if _, err := p.DownTo(ctx, 9); err != nil || hasLayers() {
+		t.Errorf("migrate down to 9 again: %v, layers column left: %v", err, hasLayers())
+	}
 }
