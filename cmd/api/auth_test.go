@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -117,6 +120,10 @@ func TestKeysAndTokenCLIErrors(t *testing.T) {
 		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3"}, nil, "--bbox must be"},
 		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "3,2,3,4"}, nil, "spatial scope"},
 		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3,4", "--scope-geojson", "f"}, nil, "not both"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--layers", ""}, nil, "--layers needs at least one layer id or pattern"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--layers", " , "}, nil, "--layers needs at least one layer id or pattern"},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--layers", "roads,a b"}, nil, `entry 2 ("a b") is not a layer id or pattern`},
+		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--layers", "zone[0-"}, nil, "is not a layer id or pattern"},
 		{[]string{"keys", "revoke"}, nil, "exactly one key id"},
 		{[]string{"token", "--sub", "a", "--scopes", "all"}, nil, "positive --ttl"},
 		// A bad setting is the configuration's error, as for every command.
@@ -133,6 +140,60 @@ func TestKeysAndTokenCLIErrors(t *testing.T) {
 		err := run(context.Background(), tc.args, envMap(e), &out, &errOut)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("api %s = %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+// TestKeysLayersCLI: keys create --layers stores the key's layers, which
+// list shows and a request with the key carries (every layer, "all", for a
+// key created without); api token --layers puts them into the claim.
+func TestKeysLayersCLI(t *testing.T) {
+	db, dbURL := testenv.DBWithURL(t)
+	ctx := context.Background()
+	const jwtSecret = "layers-secret-0123456789abcdef0123456"
+	env := map[string]string{"DATABASE_URL": dbURL, "JWT_HS256_SECRET": jwtSecret}
+	some := runCLI(t, env, "keys", "create", "--name", "some", "--scopes", "tiles:read", "--layers", "places, transit__*,places")
+	every := runCLI(t, env, "keys", "create", "--name", "every", "--scopes", "tiles:read")
+
+	keys := auth.NewKeyCache(auth.NewStore(db), time.Minute, 10)
+	tv, err := auth.NewTokenVerifier(auth.TokenOptions{HS256Secret: []byte(jwtSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layersOf := func(header, value string) []string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "/tiles", nil)
+		req.Header.Set(header, value)
+		id, err := auth.NewAuthenticator(auth.Options{Keys: keys, Tokens: tv}).Authenticate(ctx, req)
+		if err != nil {
+			t.Fatalf("Authenticate(%s) = %v", header, err)
+		}
+		return id.Layers
+	}
+	token := runCLI(t, env, "token", "--sub", "alice", "--scopes", "tiles:read", "--ttl", "5m", "--layers", "roads")
+	for _, tc := range []struct {
+		name, header, value string
+		want                []string
+	}{
+		{"KeyWithLayers", "x-api-key", some, []string{"places", "transit__*"}},
+		{"KeyWithout", "x-api-key", every, nil},
+		{"Token", "Authorization", "Bearer " + token, []string{"roads"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := layersOf(tc.header, tc.value)
+			if diff := cmp.Diff(tc.want, got); diff != "" || (tc.want == nil) != (got == nil) {
+				t.Errorf("layers of %s = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+
+	list := strings.Split(runCLI(t, env, "keys", "list"), "\n")
+	if len(list) != 3 || !strings.Contains(list[0], "LAYERS") {
+		t.Fatalf("keys list = %q, want a header with LAYERS and two keys", list)
+	}
+	for _, tc := range []struct{ line, id, want string }{{list[1], "every", "all"}, {list[2], "some", "places,transit__*"}} {
+		if f := strings.Fields(tc.line); len(f) < 6 || f[0] != tc.id || f[5] != tc.want {
+			t.Errorf("keys list line %q: layers column = %q, want %s %s", tc.line, f, tc.id, tc.want)
 		}
 	}
 }

@@ -62,9 +62,10 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	expires := fs.Duration("expires", 0, "lifetime, such as 720h (default: never expires)")
 	bbox := fs.String("bbox", "", "spatial scope minLng,minLat,maxLng,maxLat")
 	scopeFile := fs.String("scope-geojson", "", "spatial scope: file holding a GeoJSON Polygon or MultiPolygon")
+	layers := fs.String("layers", "", "comma-separated layer ids or patterns such as transit__* the key may read (default: every layer)")
 	notes := fs.String("notes", "", "free text shown by list")
 	secret := fs.String("secret", "", "use this secret instead of a random one (development only)")
-	replace := fs.Bool("replace", false, "update the key if it exists (new secret, scopes, tier, scope, expiry; un-revokes it)")
+	replace := fs.Bool("replace", false, "update the key if it exists (new secret, scopes, tier, scope, layers, expiry; un-revokes it)")
 	ifMissing := fs.Bool("if-missing", false, "do nothing if a key with this id exists")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +79,9 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	if k.Spatial, err = spatialFlags(*bbox, *scopeFile); err != nil {
+		return err
+	}
+	if k.Layers, err = layersFlag(fs, *layers); err != nil {
 		return err
 	}
 	if *expires < 0 {
@@ -99,7 +103,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "created key %s with scopes %s; the secret is shown only now:\n", k.ID, strings.Join(k.Scopes, ","))
+		fmt.Fprintf(stderr, "created key %s with scopes %s on layers %s; the secret is shown only now:\n", k.ID, strings.Join(k.Scopes, ","), layersText(k.Layers))
 		fmt.Fprintln(stdout, got)
 		return nil
 	})
@@ -117,7 +121,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tSTATUS\tSCOPES\tTIER\tSPATIAL\tCREATED\tEXPIRES\tNOTES")
+		fmt.Fprintln(w, "ID\tSTATUS\tSCOPES\tTIER\tSPATIAL\tLAYERS\tCREATED\tEXPIRES\tNOTES")
 		now := time.Now()
 		for _, k := range keys {
 			status := "active"
@@ -131,8 +135,8 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 			if k.ExpiresAt != nil {
 				exp = k.ExpiresAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, status, strings.Join(k.Scopes, ","), dash(k.Tier),
-				k.Spatial.String(), k.CreatedAt.UTC().Format(time.RFC3339), exp, strconv.Quote(k.Notes))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, status, strings.Join(k.Scopes, ","), dash(k.Tier),
+				k.Spatial.String(), layersText(k.Layers), k.CreatedAt.UTC().Format(time.RFC3339), exp, strconv.Quote(k.Notes))
 		}
 		return w.Flush()
 	})
@@ -239,6 +243,37 @@ func spatialFlags(bbox, file string) (*spatial.Scope, error) {
 		return s, err
 	}
 	return nil, nil
+}
+
+// layersFlag reads --layers: nil, every layer, when the flag is not
+// given; otherwise the entries, trimmed, without empty ones or repeats, as
+// --scopes is read, and checked before any database is opened. A flag
+// given but naming nothing is refused, not taken for every layer.
+func layersFlag(fs *flag.FlagSet, v string) ([]string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "layers" })
+	if !given {
+		return nil, nil
+	}
+	out := []string{}
+	for _, l := range strings.Split(v, ",") {
+		l = strings.TrimSpace(l)
+		if l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--layers needs at least one layer id or pattern; leave it out for every layer")
+	}
+	return out, auth.ValidateLayers(out)
+}
+
+// layersText is a key's layers in a listing.
+func layersText(layers []string) string {
+	if layers == nil {
+		return "all"
+	}
+	return strings.Join(layers, ",")
 }
 
 func dash(s string) string {

@@ -23,6 +23,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	tier := fs.String("tier", "", "rate tier claim")
 	bbox := fs.String("bbox", "", "geo_scope claim minLng,minLat,maxLng,maxLat")
 	scopeFile := fs.String("scope-geojson", "", "geo_scope claim from a file holding a GeoJSON Polygon or MultiPolygon")
+	layers := fs.String("layers", "", "layers claim: comma-separated layer ids or patterns (default: no claim, every layer)")
 	iss := fs.String("iss", "", "issuer claim (default: the first of JWT_ISSUER)")
 	aud := fs.String("aud", "", "comma-separated audience claim (default: JWT_AUDIENCE)")
 	if err := fs.Parse(args); err != nil {
@@ -44,6 +45,9 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if o.Spatial, err = spatialFlags(*bbox, *scopeFile); err != nil {
+		return err
+	}
+	if o.Layers, err = layersFlag(fs, *layers); err != nil {
 		return err
 	}
 	if o.Issuer == "" && len(cfg.Auth.Issuers) > 0 {
