@@ -37,6 +37,7 @@ import (
 
 	"github.com/geogate/geogate/bench/internal/demo"
 	"github.com/geogate/geogate/bench/internal/load"
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
@@ -113,16 +114,20 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	quiet := silent()
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
+	cat, err := catalog.Open(hctx, pool, cfg.Catalog, quiet)
+	if err != nil {
+		return err
+	}
 	cold := cfg.Tiles
 	cold.Cache = false
-	coldH, err := tiles.New(hctx, cold, tiles.Deps{DB: pool}, tiles.Options{Log: quiet})
+	coldH, err := tiles.New(hctx, cold, tiles.Deps{DB: pool, Layers: cat}, tiles.Options{Log: quiet})
 	if err != nil {
 		return err
 	}
 	prefix := fmt.Sprintf("bench:%d:", time.Now().UnixNano())
 	cached := cfg.Tiles
 	cached.KeyPrefix = prefix
-	warmH, err := tiles.New(hctx, cached, tiles.Deps{DB: pool, Redis: rc}, tiles.Options{Log: quiet})
+	warmH, err := tiles.New(hctx, cached, tiles.Deps{DB: pool, Redis: rc, Layers: cat}, tiles.Options{Log: quiet})
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	defer closeWarm()
 	defer cleanKeys(rc, prefix)
 
-	r, err := tiles.NewRenderer(ctx, pool, cfg.Tiles)
+	r, err := tiles.NewRenderer(pool, cat, cfg.Tiles, quiet)
 	if err != nil {
 		return err
 	}
@@ -160,7 +165,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	fmt.Printf("%-10s %-4s | %12s %9s | %12s %9s | %6s | %12s %9s | %14s %9s\n", "layer", "zoom", "API cold t/s", "p99 ms", "pgx SQL t/s", "p99 ms", "ratio", "cached t/s", "p99 ms", "1 client t/s", "p99 ms")
 	for _, l := range r.Layers() {
 		for _, z := range []int{4, 8, 12} {
-			if !chosen(only, l.Name, z) {
+			if !chosen(only, l.ID, z) {
 				continue
 			}
 			set, err := tileSet(ctx, pool, z, setSize)
@@ -169,7 +174,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 			}
 			targets := make([]string, len(set))
 			for i, t := range set {
-				targets[i] = path(l.Name, t)
+				targets[i] = path(l.ID, t)
 			}
 			res := load.Medians(runs, conc, dur, func(w, i int) error {
 				return fetch(coldC, w, targets[i%len(targets)], nil)
@@ -187,9 +192,9 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 			}
 			cached := load.Medians(1, conc, dur, func(w, i int) error { return fetch(warm, w, targets[i%len(targets)], gzip) })[0]
 			single := load.Medians(1, 1, dur, func(w, i int) error { return fetch(warm, w, targets[i%len(targets)], gzip) })[0]
-			fmt.Printf("%-10s z%-3d | %12.0f %9.2f | %12.0f %9.2f | %5.0f%% | %12.0f %9.2f | %14.0f %9.2f%s\n", l.Name, z,
+			fmt.Printf("%-10s z%-3d | %12.0f %9.2f | %12.0f %9.2f | %5.0f%% | %12.0f %9.2f | %14.0f %9.2f%s\n", l.ID, z,
 				api.Rate, api.P99, raw.Rate, raw.P99, 100*api.Rate/raw.Rate, cached.Rate, cached.P99, single.Rate, single.P99, errNote(api, raw, cached, single))
-			fmt.Printf("cpu %s z%d us/tile: cold API: %s; SQL: %s; cached: %s\n", l.Name, z,
+			fmt.Printf("cpu %s z%d us/tile: cold API: %s; SQL: %s; cached: %s\n", l.ID, z,
 				api.CPUNote("pg:bench", "bench"), raw.CPUNote("pg:bench", "bench"), cached.CPUNote("redis-server", "bench"))
 		}
 	}

@@ -52,6 +52,10 @@ type limit struct {
 	// inHandler says the handler charges the policies itself (a tile
 	// spends one or the other), rather than a middleware before it.
 	inHandler bool
+	// layer, when set, is the layer a request reads unless its layer
+	// parameter names another: the caller must be allowed to read it, and
+	// its rules may change the policy and the cost.
+	layer string
 }
 
 // free spends no budget.
@@ -62,6 +66,12 @@ func spend(policy string, cost func(*gin.Context) int) limit {
 }
 
 func inHandler(policies ...string) limit { return limit{policies: policies, inHandler: true} }
+
+// spendOn is spend for a route that reads one layer, def unless the
+// request names another.
+func spendOn(def, policy string, cost func(*gin.Context) int) limit {
+	return limit{policies: []string{policy}, cost: cost, layer: def}
+}
 
 // routes lists every route of the service.
 func routes(s *services) []route {
@@ -78,13 +88,13 @@ func routes(s *services) []route {
 		{"GET", "/redoc", anyone, free, docs.Redoc},
 		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
 
-		{"GET", "/layers", anyone, free, s.catalog.List},
+		{"GET", "/layers", anyone, free, s.catalog.List(s.readable)},
 
-		{"GET", "/within", auth.ScopeProximityRead, spend(policyGeofence, geo.WithinCost), geo.Within},
+		{"GET", "/within", auth.ScopeProximityRead, spendOn("places", policyGeofence, geo.WithinCost), geo.Within},
 		{"GET", "/geofences", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.List},
 		{"POST", "/geofences", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Create},
-		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Contains},
-		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.ContainsBatch},
+		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, spendOn("geofences", policyGeofence, nil), geo.Contains},
+		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, spendOn("geofences", policyGeofence, nil), geo.ContainsBatch},
 		refuse("PUT", "/geofences/contains", "GET, POST"), // no fence is called "contains"
 		refuse("DELETE", "/geofences/contains", "GET, POST"),
 		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Get},
@@ -118,7 +128,10 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 				return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
 			}
 		}
-		if len(rt.limit.policies) == 1 && !rt.limit.inHandler {
+		switch {
+		case rt.limit.layer != "":
+			chain = append(chain, s.layerLimit(rt.limit.policies[0], rt.limit.layer, rt.limit.cost))
+		case len(rt.limit.policies) == 1 && !rt.limit.inHandler:
 			chain = append(chain, s.limiter.Middleware(rt.limit.policies[0], rt.limit.cost, limitedAs))
 		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)

@@ -10,11 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
@@ -34,6 +36,7 @@ const (
 type services struct {
 	registry *prometheus.Registry
 	authn    *auth.Authenticator
+	access   access.Settings
 	limiter  *ratelimit.Limiter
 	health   *health.Handler
 	catalog  *catalog.Catalog
@@ -47,7 +50,7 @@ type services struct {
 // started here (the JWKS refresh, the tile version listener, the
 // limiter's pipeline senders) stops with it.
 func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d deps) (*services, error) {
-	s := &services{registry: prometheus.NewRegistry()}
+	s := &services{registry: prometheus.NewRegistry(), access: cfg.Access}
 	s.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -83,10 +86,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// Only renders (cache misses) spend the tiles budget; cached tiles
 	// pass the generous tiles-cached policy. A policy's concurrency cap
 	// holds its slot until the tile is answered.
-	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis}, tiles.Options{
+	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog}, tiles.Options{
 		Scope:      spatialScope,
-		OnMiss:     s.charge(policyTiles),
-		OnHit:      s.charge(policyTilesCached),
+		OnMiss:     s.charge(policyTiles, true),
+		OnHit:      s.charge(policyTilesCached, false),
+		Access:     func(ctx context.Context, l *catalog.Layer) error { return s.access.Check(ctx, l.ID) },
 		Log:        log,
 		Registerer: s.registry,
 	})
@@ -109,9 +113,71 @@ func (s *services) metrics() gin.HandlerFunc {
 	return gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 }
 
-// charge is a tile hook that spends one unit of policy for the caller.
-func (s *services) charge(policy string) tiles.Hook {
-	return func(c *gin.Context) (func(), bool) { return s.limiter.Admit(c, policy, 1, limitedAs) }
+// charge is a tile hook that spends policy for the caller, a unit per
+// layer times the layer's cost; for renders a layer's own policy, if it
+// has one, takes policy's place.
+func (s *services) charge(policy string, render bool) tiles.Hook {
+	return func(c *gin.Context, layers []string) (func(), bool) {
+		costs := map[string]int{}
+		var order []string
+		for _, id := range layers {
+			p, n := s.access.Limit(id, policy, 1)
+			if !render {
+				p = policy
+			}
+			if _, ok := costs[p]; !ok {
+				order = append(order, p)
+			}
+			costs[p] += n
+		}
+		var releases []func()
+		releaseAll := func() {
+			for _, r := range releases {
+				r()
+			}
+		}
+		for _, p := range order {
+			r, ok := s.limiter.Admit(c, p, costs[p], limitedAs)
+			if !ok {
+				releaseAll()
+				return nil, false
+			}
+			releases = append(releases, r)
+		}
+		return releaseAll, true
+	}
+}
+
+// readable says whether the caller of ctx may read layer id.
+func (s *services) readable(ctx context.Context, id string) bool {
+	return s.access.Check(ctx, id) == nil
+}
+
+// layerLimit checks that the caller may read the layer a request names
+// (its layer parameter, else def) and spends policy, or the layer's own,
+// at the route's cost times the layer's.
+func (s *services) layerLimit(policy, def string, cost func(*gin.Context) int) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		layer := c.Query("layer")
+		if layer == "" {
+			layer = def
+		}
+		if err := s.access.Check(c.Request.Context(), layer); err != nil {
+			httpx.Abort(c, err)
+			return
+		}
+		n := 1
+		if cost != nil {
+			n = cost(c)
+		}
+		p, n := s.access.Limit(layer, policy, n)
+		release, ok := s.limiter.Admit(c, p, n, limitedAs)
+		if !ok {
+			return
+		}
+		defer release()
+		c.Next()
+	}
 }
 
 // limitedAs names who a request is rate limited as: its identity's limit

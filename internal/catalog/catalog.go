@@ -7,6 +7,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -34,6 +35,8 @@ type Layer struct {
 	// OtherGeometries are the relation's other geometry and geography
 	// columns, which are not properties.
 	OtherGeometries []string
+	// Hidden are the columns the layer settings leave out of Properties.
+	Hidden []string
 	// Indexed says a spatial index (GiST, SP-GiST or BRIN) covers the
 	// column itself.
 	Indexed bool
@@ -48,8 +51,12 @@ type Layer struct {
 	// exactly; otherwise they live for TILES_CACHE_TTL.
 	Invalidated bool
 
-	oid uint32 // the relation's, while discovering
+	oid uint32 // the relation's
 }
+
+// Relation is the relation's oid: a table dropped and created again under
+// the same name has another.
+func (l *Layer) Relation() uint32 { return l.oid }
 
 // Key is how features of a layer are named.
 type Key struct {
@@ -127,4 +134,25 @@ func jsonType(typname string, category byte) (typ, format string) {
 		return "array", ""
 	}
 	return "string", ""
+}
+
+// GeogateShape reports whether l has geogate's own columns: an integer id,
+// a text name and a jsonb properties (the tables of api import, and views
+// over them). It returns l's key, which for that shape is the id column
+// even where the relation declares none (a view).
+func (l *Layer) GeogateShape() (Key, bool) {
+	find := func(name string, types ...string) (Property, bool) {
+		i := slices.IndexFunc(l.Properties, func(p Property) bool { return p.Name == name && slices.Contains(types, p.PGType) })
+		if i < 0 {
+			return Property{}, false
+		}
+		return l.Properties[i], true
+	}
+	id, hasID := find("id", "bigint", "integer", "smallint")
+	_, hasName := find("name", "text")
+	_, hasProps := find("properties", "jsonb")
+	if !hasID || !hasName || !hasProps || (!l.Key.FromRow() && l.Key.Column != "id") {
+		return l.Key, false
+	}
+	return Key{Column: "id", Type: "integer", PGType: id.PGType}, true
 }

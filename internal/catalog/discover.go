@@ -26,6 +26,17 @@ type Settings struct {
 	Own string
 	// Refresh is how often a Catalog looks for changes; 0 never.
 	Refresh time.Duration
+	// Layers change single layers, by id.
+	Layers map[string]LayerSettings
+}
+
+// LayerSettings change what is published of one layer.
+type LayerSettings struct {
+	// Exclude unpublishes the layer.
+	Exclude bool
+	// Properties, when not nil, are the only columns shown as properties,
+	// in this order; names that are not columns are ignored.
+	Properties []string
 }
 
 // Matches reports whether a glob pattern names l.
@@ -71,7 +82,29 @@ func Discover(ctx context.Context, db *pgxpool.Pool, s Settings) ([]*Layer, erro
 		l.Bounds = estimatedBounds(ctx, db, l)
 	}
 	uniqueIDs(ls)
+	ls = slices.DeleteFunc(ls, func(l *Layer) bool { return s.Layers[l.ID].Exclude })
+	for _, l := range ls {
+		if names := s.Layers[l.ID].Properties; names != nil {
+			l.Properties, l.Hidden = shown(l.Properties, names)
+		}
+	}
 	return ls, nil
+}
+
+// shown splits props into those named, in the order named, and the names
+// of the others.
+func shown(props []Property, names []string) (kept []Property, hidden []string) {
+	for _, n := range names {
+		if i := slices.IndexFunc(props, func(p Property) bool { return p.Name == n }); i >= 0 && !slices.ContainsFunc(kept, func(p Property) bool { return p.Name == n }) {
+			kept = append(kept, props[i])
+		}
+	}
+	for _, p := range props {
+		if !slices.Contains(names, p.Name) {
+			hidden = append(hidden, p.Name)
+		}
+	}
+	return kept, hidden
 }
 
 func (s Settings) publishes(l *Layer) bool {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -66,12 +67,16 @@ func Info(l *Layer) LayerInfo {
 	return li
 }
 
-// List serves GET /layers: every published layer, as Info describes it.
-func (c *Catalog) List(g *gin.Context) {
-	ls := c.Layers()
-	out := make([]LayerInfo, len(ls))
-	for i, l := range ls {
-		out[i] = Info(l)
+// List serves GET /layers: every layer that readable says the request's
+// caller may read (nil: every layer).
+func (c *Catalog) List(readable func(ctx context.Context, id string) bool) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		out := []LayerInfo{}
+		for _, l := range c.Layers() {
+			if readable == nil || readable(g.Request.Context(), l.ID) {
+				out = append(out, Info(l))
+			}
+		}
+		g.JSON(http.StatusOK, gin.H{"layers": out})
 	}
-	g.JSON(http.StatusOK, gin.H{"layers": out})
 }

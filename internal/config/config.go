@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/geofence"
@@ -35,6 +36,8 @@ type Config struct {
 	Tiles     tiles.Settings
 	// Catalog says which tables and views are published.
 	Catalog catalog.Settings
+	// Access holds who may read each layer and what it costs.
+	Access access.Settings
 }
 
 // Server holds HTTP and process settings.
@@ -166,11 +169,13 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	case c.Redis.URL != "":
 		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel", "unix")
 	}
-	c.Catalog = loadCatalog(r, c.DB)
 	c.Auth = loadAuth(r, c.DB)
 	c.RateLimit = loadRateLimit(r)
+	layers := loadLayers(r, policyNames(c.RateLimit))
+	c.Catalog = loadCatalog(r, c.DB, layers.catalog)
+	c.Access = access.Settings{Layers: layers.access}
 	c.Geofence = loadGeofence(r, c.DB)
-	c.Tiles = loadTiles(r, c.Redis)
+	c.Tiles = loadTiles(r, c.Redis, c.DB, layers.tiles)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
@@ -208,4 +213,14 @@ func checkListenAddr(r *reader, name, v string) {
 	if host != "" && net.ParseIP(host) == nil && !hostName.MatchString(host) {
 		r.fail(name, v, "the host must be an IP address or a host name, for example 127.0.0.1:6060")
 	}
+}
+
+// policyNames are the names of the rate-limit policies, sorted.
+func policyNames(ps map[string]ratelimit.Policy) []string {
+	names := make([]string, 0, len(ps))
+	for name := range ps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -130,3 +130,17 @@ func redact(v string) string {
 	}
 	return u.String()
 }
+
+// optInt is integer for a setting whose default lies elsewhere: def
+// unless the variable is set (and valid).
+func (r *reader) optInt(name string, def *int, min, max int) *int {
+	if r.str(name, "") == "" {
+		return def
+	}
+	before := len(r.errs)
+	n := r.integer(name, 0, min, max)
+	if len(r.errs) > before {
+		return def
+	}
+	return &n
+}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/geogate/geogate/internal/tiles"
 )
 
 // referenceNames returns the settings docs/configuration.md lists: the
@@ -39,8 +37,8 @@ func readNames(t *testing.T) []string {
 		return ""
 	}, NeedPostgres, NeedRedis)
 	var layers []string
-	for _, l := range tiles.DefaultSettings().Layers {
-		layers = append(layers, strings.ToUpper(l.Name))
+	for _, l := range legacyTileLayers {
+		layers = append(layers, strings.ToUpper(l))
 	}
 	seen := map[string]bool{}
 	var names []string

@@ -18,8 +18,8 @@ func TestLoadTiles(t *testing.T) {
 	}{
 		{"Defaults", nil, func(cfg Config) string {
 			c := cfg.Tiles
-			if len(c.Layers) != 2 || c.Layers[0].Name != "places" || c.Layers[1].Name != "geofences" || !c.Cache || c.Extent != 4096 {
-				return "want places and geofences, cache on, extent 4096"
+			if len(c.Layers) != 0 || !c.Cache || c.Extent != 4096 || c.Own != "geogate" {
+				return "want no layer settings, cache on, extent 4096, own schema geogate"
 			}
 			if c.VersionWindow != 5*time.Millisecond {
 				return "want a version window of 5ms"
@@ -27,7 +27,7 @@ func TestLoadTiles(t *testing.T) {
 			if cfg.DB.TileMaxConns != 10 {
 				return "want a tile pool of 10 connections"
 			}
-			return cmp.Diff([]string{"name", "properties.country"}, c.Layers[0].Fields)
+			return ""
 		}, nil},
 		{"VersionWindowOff", map[string]string{"TILES_VERSION_WINDOW": "0"}, func(cfg Config) string {
 			c := cfg.Tiles
@@ -45,33 +45,36 @@ func TestLoadTiles(t *testing.T) {
 		{"TilePoolEmpty", map[string]string{"TILES_DB_MAX_CONNS": "0"}, nil, []string{"TILES_DB_MAX_CONNS"}},
 		{"VersionWindowBad", map[string]string{"TILES_VERSION_WINDOW": "2s"}, nil, []string{"TILES_VERSION_WINDOW", "at most 1s"}},
 		{"VersionWindowNegative", map[string]string{"TILES_VERSION_WINDOW": "-1ms"}, nil, []string{"TILES_VERSION_WINDOW"}},
-		{"CustomLayer", map[string]string{
-			"TILES_LAYERS":         "places,roads",
-			"TILES_ROADS_FIELDS":   "name,properties.kind",
-			"TILES_ROADS_MAXZOOM":  "16",
-			"TILES_ROADS_SIMPLIFY": "2.5",
-			"TILES_PLACES_RANK":    "importance",
-			"TILES_CACHE_TTL":      "10m",
-			"TILES_PUBLIC_URL":     "https://maps.example.com/",
+		{"BuiltinLayers", map[string]string{
+			"TILES_PLACES_FIELDS":        "name,properties.kind",
+			"TILES_PLACES_MAXZOOM":       "16",
+			"TILES_PLACES_RANK":          "importance",
+			"TILES_GEOFENCES_SIMPLIFY":   "2.5",
+			"TILES_GEOFENCES_THIN_CELLS": "0",
+			"TILES_CACHE_TTL":            "10m",
+			"TILES_PUBLIC_URL":           "https://maps.example.com/",
 		}, func(cfg Config) string {
 			c := cfg.Tiles
-			r := c.Layers[1]
-			if r.Table != "roads" || r.MaxZoom != 16 || r.Simplify != 2.5 || r.ThinCells != 0 || c.Layers[0].Rank != "importance" {
-				return "roads layer or places rank not as configured"
+			p, g := c.Layers["places"], c.Layers["geofences"]
+			if diff := cmp.Diff([]string{"name", "properties.kind"}, p.Fields); diff != "" {
+				return diff
+			}
+			if p.MaxZoom == nil || *p.MaxZoom != 16 || p.Rank != "importance" || g.Simplify == nil || *g.Simplify != 2.5 || g.ThinCells == nil || *g.ThinCells != 0 {
+				return "places or geofences not as configured"
 			}
 			if c.PublicURL != "https://maps.example.com" || c.CacheTTL.Minutes() != 10 {
 				return "public URL or TTL not as configured"
 			}
 			return ""
 		}, nil},
-		{"BadIdentifiers", map[string]string{
-			"TILES_LAYERS":         "places,Bad-Name,places",
-			"TILES_PLACES_TABLE":   "places; drop table x",
-			"TILES_PLACES_FIELDS":  "name,properties.a'b,\"quoted\"",
+		{"GoneSettings", map[string]string{
+			"TILES_LAYERS":         "places,roads",
+			"TILES_PLACES_TABLE":   "cities",
+			"TILES_GEOFENCES_GEOM": "outline",
 			"TILES_PLACES_MINZOOM": "9",
 			"TILES_PLACES_MAXZOOM": "3",
 			"TILES_PUBLIC_URL":     "ftp://x",
-		}, nil, []string{"TILES_LAYERS=\"Bad-Name\"", "layer listed twice", "TILES_PLACES_TABLE", "properties.a'b", `\"quoted\"`, "TILES_PLACES_MINZOOM", "TILES_PUBLIC_URL"}},
+		}, nil, []string{"TILES_LAYERS=\"places,roads\": gone", "LAYERS_CONFIG", "TILES_PLACES_TABLE", "TILES_GEOFENCES_GEOM", "TILES_PLACES_MINZOOM", "TILES_PUBLIC_URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,31 +19,10 @@ type layerSQL struct {
 	within string
 }
 
-// ownShape reports whether l has geogate's own columns: an integer id, a
-// text name and a jsonb properties (the tables of api import, and views
-// over them); it returns l's key, which for that shape is the id column
-// even where the relation declares none (a view).
-func ownShape(l *catalog.Layer) (catalog.Key, bool) {
-	find := func(name string, types ...string) (catalog.Property, bool) {
-		i := slices.IndexFunc(l.Properties, func(p catalog.Property) bool { return p.Name == name && slices.Contains(types, p.PGType) })
-		if i < 0 {
-			return catalog.Property{}, false
-		}
-		return l.Properties[i], true
-	}
-	id, hasID := find("id", "bigint", "integer", "smallint")
-	_, hasName := find("name", "text")
-	_, hasProps := find("properties", "jsonb")
-	if !hasID || !hasName || !hasProps || (!l.Key.FromRow() && l.Key.Column != "id") {
-		return l.Key, false
-	}
-	return catalog.Key{Column: "id", Type: "integer", PGType: id.PGType}, true
-}
-
 // newLayerSQL builds the statements of l; own is geogate's schema, which
 // holds the search-box functions.
 func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
-	key, shaped := ownShape(l)
+	key, shaped := l.GeogateShape()
 	keyed := *l
 	keyed.Key = key
 	s := &layerSQL{l: &keyed, own: shaped}
@@ -91,11 +70,11 @@ func propsExpr(l *catalog.Layer, own bool) string {
   END`
 }
 
-// otherGeometries are the names of the relation's geometry columns, which
-// properties leave out: the layer's own and any other one to_jsonb would
-// write out.
+// otherGeometries are the names of the columns properties leave out: the
+// relation's geometry columns (the layer's own and any other one to_jsonb
+// would write out) and those the layer settings hide.
 func otherGeometries(l *catalog.Layer) []string {
-	return append([]string{l.Column}, l.OtherGeometries...)
+	return append(append([]string{l.Column}, l.OtherGeometries...), l.Hidden...)
 }
 
 // quoteLiteralArray writes names as a SQL text[] literal.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"strconv"
 	"sync"
@@ -73,13 +74,17 @@ func (c *Cache) failed(err error) error {
 // false on a miss; version is the version a render must reach to be
 // stored. err is a Redis failure: the caller renders without the cache.
 func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e entry, version int64, ok bool, err error) {
-	version = c.versions.Local(l.Table)
+	if l.versionKey == "" {
+		return c.getUntracked(ctx, l, t, scopeHash)
+	}
+	table := l.versionKey
+	version = c.versions.Local(table)
 	if !c.available() {
 		return entry{}, version, false, errors.New("tile cache: redis recently failed")
 	}
-	key := c.key(l.Name, version, t, scopeHash)
+	key := c.key(l.cacheName, version, t, scopeHash)
 	mem, inMem := c.mem.get(key)
-	if inMem && c.versions.current(l.Table, version) {
+	if inMem && c.versions.current(table, version) {
 		return mem, version, true, nil // a hot tile: no round trip at all
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -88,21 +93,21 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 		// The copy in memory is good while no replica has published a
 		// newer version; reading that is the one round trip.
 		sent := c.versions.now()
-		shared, err := c.rdb.Get(ctx, c.versions.key(l.Table)).Int64()
+		shared, err := c.rdb.Get(ctx, c.versions.key(table)).Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
 		}
 		if shared <= version {
 			if shared < version {
-				_ = c.versions.publish(ctx, l.Table, version)
+				_ = c.versions.publish(ctx, table, version)
 			}
-			c.versions.confirm(l.Table, version, sent)
+			c.versions.confirm(table, version, sent)
 			return mem, version, true, nil
 		}
 	}
 	sent := c.versions.now()
 	pipe := c.rdb.Pipeline()
-	verCmd := pipe.Get(ctx, c.versions.key(l.Table))
+	verCmd := pipe.Get(ctx, c.versions.key(table))
 	tileCmd := pipe.Get(ctx, key)
 	_, err = pipe.Exec(ctx)
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -113,10 +118,10 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	case shared > version:
 		// Another replica published a newer version than this one has
 		// heard of: the tile fetched is stale, look up the current one.
-		c.versions.raise(l.Table, shared)
-		c.versions.confirm(l.Table, shared, sent)
+		c.versions.raise(table, shared)
+		c.versions.confirm(table, shared, sent)
 		version = shared
-		key = c.key(l.Name, version, t, scopeHash)
+		key = c.key(l.cacheName, version, t, scopeHash)
 		b, err := c.rdb.Get(ctx, key).Bytes()
 		if errors.Is(err, redis.Nil) {
 			return entry{}, version, false, nil
@@ -127,14 +132,52 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 		return c.decode(key, b, version)
 	case shared < version:
 		// Redis lost or never had the version (restart, eviction).
-		_ = c.versions.publish(ctx, l.Table, version)
+		_ = c.versions.publish(ctx, table, version)
 	}
-	c.versions.confirm(l.Table, version, sent)
+	c.versions.confirm(table, version, sent)
 	b, err := tileCmd.Bytes()
 	if err != nil {
 		return entry{}, version, false, nil
 	}
 	return c.decode(key, b, version)
+}
+
+// getUntracked is Get for a layer whose writes nothing reports: its
+// tiles are keyed by the period of the cache TTL they were rendered in
+// (see period), so none is served longer than the TTL after its render.
+func (c *Cache) getUntracked(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
+	version := c.period(l)
+	if !c.available() {
+		return entry{}, version, false, errors.New("tile cache: redis recently failed")
+	}
+	key := c.key(l.cacheName, version, t, scopeHash)
+	if e, ok := c.mem.get(key); ok {
+		return e, version, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	b, err := c.rdb.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return entry{}, version, false, nil
+	}
+	if err != nil {
+		return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
+	}
+	return c.decode(key, b, version)
+}
+
+// period numbers the TTL-long periods since the epoch, each layer's
+// shifted by an offset of its own so that layers do not all expire at
+// once.
+func (c *Cache) period(l *Layer) int64 {
+	ttl := c.ttl.Nanoseconds()
+	if ttl <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(l.cacheName))
+	offset := int64(h.Sum64() % uint64(ttl))
+	return (time.Now().UnixNano() + offset) / ttl
 }
 
 // decode reads a tile fetched from Redis and keeps it in memory too.
@@ -164,7 +207,7 @@ func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, v
 	if !c.available() {
 		return entry{}, false, ""
 	}
-	key := c.key(l.Name, version, t, scopeHash)
+	key := c.key(l.cacheName, version, t, scopeHash)
 	lock = key + ":lock"
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	got, err := c.rdb.SetNX(cctx, lock, "1", lockTTL).Result()
@@ -227,9 +270,11 @@ func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, ver
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	key := c.key(l.Name, version, t, scopeHash)
+	key := c.key(l.cacheName, version, t, scopeHash)
 	pipe := c.rdb.Pipeline()
-	versionMax.Eval(ctx, pipe, []string{c.versions.key(l.Table)}, version)
+	if l.versionKey != "" {
+		versionMax.Eval(ctx, pipe, []string{c.versions.key(l.versionKey)}, version)
+	}
 	pipe.Set(ctx, key, encodeEntry(e), c.ttl)
 	if lock != "" {
 		pipe.Del(ctx, lock)

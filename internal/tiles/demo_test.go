@@ -66,10 +66,7 @@ func TestTileSQLUsesSpatialIndex(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
 	ctx := context.Background()
-	r, err := NewRenderer(ctx, db, DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, db, DefaultSettings())
 	tests := []struct {
 		layer string
 		tile  Tile
@@ -80,7 +77,7 @@ func TestTileSQLUsesSpatialIndex(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.layer+"/"+tt.tile.String(), func(t *testing.T) {
-			l := r.Layer(tt.layer)
+			l := layer(t, r, tt.layer)
 			var index string
 			err := db.QueryRow(ctx, `
 				SELECT ic.relname FROM pg_index i
@@ -88,18 +85,18 @@ func TestTileSQLUsesSpatialIndex(t *testing.T) {
 				JOIN pg_am am ON am.oid = ic.relam
 				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 				WHERE i.indrelid = $1::regclass AND am.amname = 'gist' AND i.indnkeyatts = 1
-				  AND i.indexprs IS NULL AND a.attname = $2`, l.Table, l.Geom).Scan(&index)
+				  AND i.indexprs IS NULL AND a.attname = $2`, l.Source().Qualified(), l.Source().Column).Scan(&index)
 			if err != nil {
-				t.Fatalf("finding the GiST index on %s.%s: %v", l.Table, l.Geom, err)
+				t.Fatalf("finding the GiST index on %s: %v", l.Source(), err)
 			}
 			sql, args := r.SQL(l, tt.tile)
 			for mode, plan := range explain(t, db, sql, args) {
 				if !strings.Contains(plan, "Index Scan using "+index+" ") && !strings.Contains(plan, "Bitmap Index Scan on "+index) &&
 					!strings.Contains(plan, "Index Only Scan using "+index+" ") {
-					t.Errorf("the %s plan of the %s query for %s does not scan %s:\n%s", mode, l.Name, tt.tile, index, plan)
+					t.Errorf("the %s plan of the %s query for %s does not scan %s:\n%s", mode, l.ID, tt.tile, index, plan)
 				}
 				if n := strings.Count(plan, "st_asmvtgeom("); n != 1 {
-					t.Errorf("the %s plan of the %s query for %s computes st_asmvtgeom in %d places, want 1:\n%s", mode, l.Name, tt.tile, n, plan)
+					t.Errorf("the %s plan of the %s query for %s computes st_asmvtgeom in %d places, want 1:\n%s", mode, l.ID, tt.tile, n, plan)
 				}
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"github.com/paulmach/orb/maptile"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
@@ -81,7 +82,7 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	others := listenerPIDs(t, db)
-	h, err := New(ctx, s, Deps{DB: db, Redis: rdb}, o)
+	h, err := New(ctx, s, Deps{DB: db, Redis: rdb, Layers: openCatalog(t, db)}, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -125,6 +126,41 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	r.GET("/tiles/:layer/:z/:x/:y", h.Tile)
 	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: stop}
 }
+
+// openCatalog returns the catalog of db's public schema, read again only
+// on Refresh, and closed when the test ends.
+func openCatalog(t *testing.T, db *pgxpool.Pool) *catalog.Catalog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := catalog.Open(ctx, db, catalog.Settings{Schemas: []string{"public"}, Own: "geogate"}, quietLog())
+	if err != nil {
+		t.Fatalf("catalog.Open: %v", err)
+	}
+	return c
+}
+
+// newRenderer returns a Renderer of db's public layers with settings s.
+func newRenderer(t *testing.T, db *pgxpool.Pool, s Settings) *Renderer {
+	t.Helper()
+	r, err := NewRenderer(db, openCatalog(t, db), s, quietLog())
+	if err != nil {
+		t.Fatalf("NewRenderer: %v", err)
+	}
+	return r
+}
+
+// layer returns r's layer id.
+func layer(t *testing.T, r *Renderer, id string) *Layer {
+	t.Helper()
+	l, err := r.Layer(id)
+	if err != nil {
+		t.Fatalf("layer %s: %v", id, err)
+	}
+	return l
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // listenerPIDs returns the server processes of the tile version listeners
 // on db's database.

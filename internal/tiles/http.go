@@ -3,10 +3,13 @@ package tiles
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,13 +22,13 @@ import (
 // ContentType is the media type of a vector tile.
 const ContentType = "application/vnd.mapbox-vector-tile"
 
-// guard runs hook, if any; release is never nil.
-func guard(c *gin.Context, hook Hook) (release func(), ok bool) {
+// guard runs hook for the layers named, if any; release is never nil.
+func guard(c *gin.Context, hook Hook, layers []string) (release func(), ok bool) {
 	release = func() {}
-	if hook == nil {
+	if hook == nil || len(layers) == 0 {
 		return release, true
 	}
-	r, ok := hook(c)
+	r, ok := hook(c, layers)
 	if r != nil {
 		release = r
 	}
@@ -46,11 +49,20 @@ type Handler struct {
 }
 
 var (
-	errNoLayer   = apperr.New(apperr.NotFound, "Unknown tile layer.")
 	errNoTile    = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
 	errOutside   = apperr.New(apperr.Forbidden, "This tile lies outside your spatial scope.")
 	errRenderBad = apperr.New(apperr.Unavailable, "The tile could not be rendered; try again.")
+	errTwice     = apperr.New(apperr.NotFound, "A composite tile names each layer once.")
+	errTooMany   = apperr.New(apperr.NotFound, fmt.Sprintf("A composite tile combines at most %d layers.", maxComposite))
 )
+
+// errNoLayer answers a layer id that is not published.
+func errNoLayer(id string) error {
+	return apperr.New(apperr.NotFound, fmt.Sprintf("Unknown tile layer %q: GET /tiles lists the layers.", id))
+}
+
+// maxComposite bounds the layers of one composite tile.
+const maxComposite = 16
 
 // result is a rendered tile ready to serve.
 type result struct {
@@ -59,13 +71,54 @@ type result struct {
 	version int64
 }
 
-// Tile serves GET /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf): the tile from
-// the cache when it holds it at the layer's current version, else
-// rendered (once, however many ask at the same time) and cached.
+// part is one layer's share of an answer.
+type part struct {
+	l       *Layer
+	res     result
+	version int64 // the version a render must reach
+	hit     bool
+}
+
+// layers resolves the layer path parameter: one layer id, or several
+// joined by commas (a composite tile). Each must be published and, when
+// the caller's access is checked, readable by the caller.
+func (h *Handler) layers(c *gin.Context, param string) ([]*Layer, error) {
+	ids := strings.Split(param, ",")
+	if len(ids) > maxComposite {
+		return nil, errTooMany
+	}
+	out := make([]*Layer, 0, len(ids))
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			return nil, errTwice
+		}
+		l, err := h.r.Layer(id)
+		if errors.Is(err, errUnknown) {
+			return nil, errNoLayer(id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.o.Access != nil {
+			if err := h.o.Access(c.Request.Context(), l.src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Tile serves GET /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf), and the
+// composite /tiles/{a},{b}/...: each layer's tile from the cache when it
+// holds it at the layer's current version, else rendered (once, however
+// many ask at the same time) and cached. A composite tile is its layers'
+// tiles one after the other, which MVT allows (a tile is a list of
+// layers); layers outside their zoom range leave theirs out.
 func (h *Handler) Tile(c *gin.Context) {
-	l := h.r.Layer(c.Param("layer"))
-	if l == nil {
-		httpx.Abort(c, errNoLayer)
+	ls, err := h.layers(c, c.Param("layer"))
+	if err != nil {
+		httpx.Abort(c, err)
 		return
 	}
 	y, ok := strings.CutSuffix(c.Param("y"), ".mvt")
@@ -73,7 +126,8 @@ func (h *Handler) Tile(c *gin.Context) {
 		y, ok = strings.CutSuffix(c.Param("y"), ".pbf")
 	}
 	t, valid := ParseTile(c.Param("z"), c.Param("x"), y)
-	if !ok || !valid || t.Z < l.MinZoom || t.Z > l.MaxZoom {
+	ls = slices.DeleteFunc(ls, func(l *Layer) bool { return t.Z < l.MinZoom || t.Z > l.MaxZoom })
+	if !ok || !valid || len(ls) == 0 {
 		httpx.Abort(c, errNoTile)
 		return
 	}
@@ -88,7 +142,9 @@ func (h *Handler) Tile(c *gin.Context) {
 			minLng, minLat, maxLng, maxLat := t.Bounds(float64(h.r.buffer) / float64(h.r.extent))
 			switch {
 			case !s.IntersectsBBox(minLng, minLat, maxLng, maxLat):
-				h.metrics.answer(l.Name, "outside")
+				for _, l := range ls {
+					h.metrics.answer(l.ID, "outside")
+				}
 				httpx.Abort(c, errOutside)
 				return
 			case !s.ContainsBBox(minLng, minLat, maxLng, maxLat):
@@ -97,40 +153,110 @@ func (h *Handler) Tile(c *gin.Context) {
 		}
 	}
 	ctx := c.Request.Context()
-	cached, version, hit := h.lookup(ctx, l, t, scopeHash)
-	if hit {
-		release, ok := guard(c, h.o.OnHit)
-		if !ok {
-			return
+	parts := make([]part, len(ls))
+	var hits, misses []string
+	for i, l := range ls {
+		res, version, hit := h.lookup(ctx, l, t, scopeHash)
+		parts[i] = part{l: l, res: res, version: version, hit: hit}
+		if hit {
+			hits = append(hits, l.ID)
+		} else {
+			misses = append(misses, l.ID)
 		}
-		defer release()
-		h.metrics.answer(l.Name, "hit")
-		h.write(c, "HIT", cacheControl, cached.e, nil)
-		return
 	}
-	release, ok := guard(c, h.o.OnMiss)
+	release, ok := guard(c, h.o.OnHit, hits)
 	if !ok {
 		return
 	}
 	defer release()
-	res, err := h.render(ctx, l, t, scopeWKB, scopeHash, version)
-	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+	release, ok = guard(c, h.o.OnMiss, misses)
+	if !ok {
+		return
+	}
+	defer release()
+	if err := h.renderParts(ctx, parts, t, scopeWKB, scopeHash); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && apperr.KindOf(err) == apperr.Internal {
 			err = apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errRenderBad), err)
 		}
-		h.metrics.answer(l.Name, "error")
 		httpx.Abort(c, err)
 		return
 	}
-	h.metrics.answer(l.Name, "miss")
-	h.write(c, "MISS", cacheControl, res.e, res.raw)
+	status := "HIT"
+	if len(misses) > 0 {
+		status = "MISS"
+	}
+	if len(parts) == 1 {
+		h.write(c, status, cacheControl, parts[0].res.e, parts[0].res.raw)
+		return
+	}
+	raw, err := concat(parts)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	h.write(c, status, cacheControl, entry{ETag: etag(raw)}, raw)
+}
+
+// renderParts renders the parts the cache did not hold, at the same time,
+// and counts every part's answer.
+func (h *Handler) renderParts(ctx context.Context, parts []part, t Tile, scopeWKB []byte, scopeHash string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(parts))
+	first := -1
+	for i := range parts {
+		p := &parts[i]
+		if p.hit {
+			h.metrics.answer(p.l.ID, "hit")
+			continue
+		}
+		if first < 0 {
+			first = i // rendered on this goroutine, below
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.res, errs[i] = h.render(ctx, p.l, t, scopeWKB, scopeHash, p.version)
+		}()
+	}
+	if first >= 0 {
+		p := &parts[first]
+		p.res, errs[first] = h.render(ctx, p.l, t, scopeWKB, scopeHash, p.version)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case parts[i].hit:
+		case err != nil:
+			h.metrics.answer(parts[i].l.ID, "error")
+		default:
+			h.metrics.answer(parts[i].l.ID, "miss")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// concat is the composite tile of parts: their MVT bytes in order.
+func concat(parts []part) ([]byte, error) {
+	var out []byte
+	for _, p := range parts {
+		raw := p.res.raw
+		if raw == nil {
+			var err error
+			if raw, err = decompress(p.res.e.Gzip); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, raw...)
+	}
+	return out, nil
 }
 
 // lookup returns the cached tile, if any, and the version a render must
 // reach. Redis failures count as misses.
 func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string) (result, int64, bool) {
 	if h.cache == nil {
-		return result{}, h.versions.Local(l.Table), false
+		return result{}, h.versions.Local(l.versionKey), false
 	}
 	e, version, ok, err := h.cache.Get(ctx, l, t, scopeHash)
 	if err != nil {
@@ -145,7 +271,7 @@ func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string
 // the first caller's context; should that caller leave, the others retry
 // with their own.
 func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
-	key := l.Name + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
+	key := l.cacheName + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
 	for attempt := 1; ; attempt++ {
 		res, err := h.flights.do(ctx, key, func() (result, error) {
 			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash, version)
@@ -181,9 +307,13 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 	if err != nil {
 		return result{}, err
 	}
-	h.metrics.rendered(l.Name, t.Z, time.Since(start))
+	h.metrics.rendered(l.ID, t.Z, time.Since(start))
+	if l.versionKey == "" {
+		out.Version = version // the cache period it was rendered in
+	} else {
+		h.versions.raise(l.versionKey, out.Version)
+	}
 	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
-	h.versions.raise(l.Table, out.Version)
 	if h.cache == nil {
 		return res, nil
 	}

@@ -145,8 +145,8 @@ func TestTileJSON(t *testing.T) {
 	}
 	w := rp.get(t, "/tiles")
 	var list struct{ Layers []LayerInfo }
-	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil || len(list.Layers) != 2 || list.Layers[0].Name != "places" || list.Layers[1].Geometry != Polygons {
-		t.Errorf("GET /tiles = %d %s, want places and geofences", w.Code, w.Body)
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil || len(list.Layers) != 2 || list.Layers[0].Name != "geofences" || list.Layers[0].Geometry != Polygons || list.Layers[1].Name != "places" {
+		t.Errorf("GET /tiles = %d %s, want geofences and places", w.Code, w.Body)
 	}
 }
 
@@ -232,7 +232,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
 		Registerer: reg,
-		OnMiss: func(c *gin.Context) (func(), bool) {
+		OnMiss: func(c *gin.Context, _ []string) (func(), bool) {
 			misses++
 			if deny {
 				// As the limiter answers (see the document's 429).
@@ -244,7 +244,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 			}
 			return func() { released++ }, true
 		},
-		OnHit: func(c *gin.Context) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
+		OnHit: func(c *gin.Context, _ []string) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
 	})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for range 3 {
@@ -339,7 +339,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 	// Redis read: wait until it no longer vouches.
 	v := rp.h.versions
 	testenv.WaitFor(t, 10*time.Second, "the last version read to stop vouching for the memory copy", func() bool {
-		return !v.current("places", v.Local("places"))
+		return !v.current("public.places", v.Local("public.places"))
 	})
 	for i, name := range []string{"FirstWaitsOneTimeout", "ThenSkipsRedis"} {
 		start := time.Now()
@@ -358,58 +358,56 @@ func TestRedisHungRendersUncached(t *testing.T) {
 	}
 }
 
-func TestLayersCheckedAtStart(t *testing.T) {
+func TestLayerSettingsCheckedAtStart(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	if _, err := db.Exec(context.Background(), `CREATE TABLE roads (id bigint PRIMARY KEY, ref text, geom geometry(LineString, 4326));
-		CREATE TABLE mercator (id bigint PRIMARY KEY, geom geometry(Point, 3857));
-		CREATE TABLE textids (id text PRIMARY KEY, geom geometry(Point, 4326))`); err != nil {
+	if _, err := db.Exec(context.Background(), `CREATE TABLE public.roads (id bigint PRIMARY KEY, ref text, tags jsonb, geom geometry(LineString, 4326))`); err != nil {
 		t.Fatal(err)
 	}
+	zoom := func(z int) *int { return &z }
 	tests := []struct {
 		name    string
-		layer   LayerSettings
-		wantErr string // "" for a good layer
+		layer   string
+		s       LayerSettings
+		wantErr string // "" for good settings
 	}{
-		{"Lines", LayerSettings{Name: "roads", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"ref"}, MaxZoom: 22}, ""},
-		{"NoTable", LayerSettings{Name: "x", Table: "nope", Geom: "geom", ID: "id", Rank: "id"}, "table \"nope\" not found"},
-		{"NoColumn", LayerSettings{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"population"}}, "places.population not found"},
-		{"NotAGeometry", LayerSettings{Name: "x", Table: "places", Geom: "name", ID: "id", Rank: "id"}, "not a geometry column"},
-		{"WrongSRID", LayerSettings{Name: "x", Table: "mercator", Geom: "geom", ID: "id", Rank: "id"}, "SRID 3857"},
-		{"TextID", LayerSettings{Name: "x", Table: "textids", Geom: "geom", ID: "id", Rank: "id"}, "want an integer type"},
-		{"ReservedField", LayerSettings{Name: "x", Table: "places", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"id"}}, "used twice (or reserved)"},
-		{"NoPropertiesColumn", LayerSettings{Name: "x", Table: "roads", Geom: "geom", ID: "id", Rank: "id", Fields: []string{"properties.a"}}, "needs a jsonb column properties"},
+		{"Fields", "roads", LayerSettings{Fields: []string{"ref", "tags.surface"}, MaxZoom: zoom(16)}, ""},
+		{"NoColumn", "places", LayerSettings{Fields: []string{"population"}}, `field "population" is not a column of public.places`},
+		{"NoJSONColumn", "roads", LayerSettings{Fields: []string{"ref.a"}}, `"ref" is not a jsonb column`},
+		{"Twice", "places", LayerSettings{Fields: []string{"name", "name"}}, "used twice"},
+		{"Reserved", "places", LayerSettings{Fields: []string{"properties.@id"}}, "used twice (or reserved)"},
+		{"Rank", "places", LayerSettings{Rank: "importance"}, `rank column "importance"`},
+		{"Zooms", "places", LayerSettings{MinZoom: zoom(9), MaxZoom: zoom(3)}, "minzoom 9 is above maxzoom 3"},
+		{"UnknownLayer", "nope", LayerSettings{Fields: []string{"x"}}, ""}, // it may appear later
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultSettings()
-			cfg.Layers = []LayerSettings{tt.layer}
-			_, err := NewRenderer(context.Background(), db, cfg)
+			cfg.Layers = map[string]LayerSettings{tt.layer: tt.s}
+			_, err := NewRenderer(db, openCatalog(t, db), cfg, quietLog())
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Errorf("NewRenderer(%s) = %v, want no error", tt.layer.Name, err)
+				t.Errorf("NewRenderer(%s) = %v, want no error", tt.layer, err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("NewRenderer(%s) = %v, want an error with %q", tt.layer.Name, err, tt.wantErr)
+				t.Errorf("NewRenderer(%s) = %v, want an error with %q", tt.layer, err, tt.wantErr)
 			}
 		})
 	}
-	// A line layer renders.
+	// The line layer renders with its fields.
 	cfg := DefaultSettings()
-	cfg.Layers = []LayerSettings{tests[0].layer}
-	r, err := NewRenderer(context.Background(), db, cfg)
-	if err != nil {
+	cfg.Layers = map[string]LayerSettings{"roads": tests[0].s}
+	if _, err := db.Exec(context.Background(), `INSERT INTO public.roads VALUES (1, 'A10', '{"surface": "asphalt"}', ST_SetSRID(ST_MakeLine(ST_MakePoint(13.1, 52.4), ST_MakePoint(13.7, 52.6)), 4326))`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(context.Background(), "INSERT INTO roads VALUES (1, 'A10', ST_SetSRID(ST_MakeLine(ST_MakePoint(13.1, 52.4), ST_MakePoint(13.7, 52.6)), 4326))"); err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, db, cfg)
 	tl := tileOf(13.41, 52.52, 8)
-	out, err := r.Render(context.Background(), r.Layer("roads"), tl, nil)
+	out, err := r.Render(context.Background(), layer(t, r, "roads"), tl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ls := decode(t, out.MVT, tl)
-	if len(ls) != 1 || len(ls[0].Features) != 1 || ls[0].Features[0].Properties["ref"] != "A10" || ls[0].Features[0].Geometry.GeoJSONType() != "LineString" {
-		t.Errorf("roads tile = %+v, want one LineString A10", ls)
+	if len(ls) != 1 || len(ls[0].Features) != 1 || ls[0].Features[0].Properties["ref"] != "A10" ||
+		ls[0].Features[0].Properties["surface"] != "asphalt" || ls[0].Features[0].Geometry.GeoJSONType() != "LineString" {
+		t.Errorf("roads tile = %+v, want one LineString A10 on asphalt", ls)
 	}
 }

@@ -1,173 +1,197 @@
 package tiles
 
 import (
-	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/geogate/geogate/internal/catalog"
 )
 
 // Kind is the geometry family of a layer, which decides its tile SQL.
 type Kind string
 
-// The geometry families.
+// The geometry families. Mixed is a column that does not say (Geometry,
+// GeometryCollection): its features are clipped and simplified like
+// shapes, points among them kept as they are.
 const (
 	Points   Kind = "point"
 	Lines    Kind = "line"
 	Polygons Kind = "polygon"
+	Mixed    Kind = "geometry"
 )
 
-// Field is one feature property of a layer: its name in the tile and the
-// SQL expression that reads it.
+// kindOf is the family of a PostGIS geometry type name.
+func kindOf(geometryType string) Kind {
+	t := strings.TrimSuffix(strings.ToUpper(geometryType), "M")
+	switch strings.TrimPrefix(t, "MULTI") {
+	case "POINT":
+		return Points
+	case "LINESTRING", "CURVE", "COMPOUNDCURVE", "CIRCULARSTRING":
+		return Lines
+	case "POLYGON", "SURFACE", "CURVEPOLYGON", "POLYHEDRALSURFACE", "TIN", "TRIANGLE":
+		return Polygons
+	}
+	return Mixed
+}
+
+// Field is one feature property of a layer: its name in the tile, its
+// TileJSON type (String, Number or Boolean) and the SQL that reads it.
 type Field struct {
 	Name string
-	// Type is the TileJSON field description: "String" or "Number".
 	Type string
 	expr string
 }
 
-// Layer is a tile layer checked against the database catalog: every
-// identifier in its SQL comes from configuration and was found there.
+// Layer is a published layer as tiles see it: the catalog's layer, its
+// settings and the statements built from both. Every identifier in the
+// statements comes from the catalog.
 type Layer struct {
-	LayerSettings
+	ID  string
+	src *catalog.Layer
+	resolved
 	Kind   Kind
 	Fields []Field
-	sql    sqlSet
+	// versionKey names the layer's table in tile_versions; "" when its
+	// tiles are not retired by writes (no invalidation triggers): they
+	// then live for the cache TTL.
+	versionKey string
+	// cacheName names the layer's tiles in cache keys: its id and a hash of
+	// everything that shapes them, so that a table altered, or dropped and
+	// created again, never meets the tiles of its former self.
+	cacheName string
+	sql       sqlSet
 }
 
-// checkLayer looks l up in the catalog: the table and columns exist, the
-// geometry column is in EPSG:4326, and the field names do not collide.
-func checkLayer(ctx context.Context, db *pgxpool.Pool, l LayerSettings, extent, buffer int) (*Layer, error) {
-	cols, err := tableColumns(ctx, db, l.Table)
+// Source is the catalog's layer the tiles are made of.
+func (l *Layer) Source() *catalog.Layer { return l.src }
+
+// The reserved names of a tile row's id and geometry; no property may take
+// them.
+const (
+	idCol   = "@id"
+	geomCol = "@geom"
+)
+
+// newLayer makes the tile layer of src with settings s; own is geogate's
+// schema. The error says which setting does not fit the table.
+func newLayer(src *catalog.Layer, s LayerSettings, extent, buffer int, own string) (*Layer, error) {
+	kind := kindOf(src.GeometryType)
+	builtin := ""
+	if _, ok := src.GeogateShape(); ok {
+		builtin = src.ID
+	}
+	l := &Layer{ID: src.ID, src: src, Kind: kind, resolved: defaultsFor(kind, builtin).apply(s)}
+	if l.MinZoom > l.MaxZoom {
+		return nil, fmt.Errorf("layer %s: minzoom %d is above maxzoom %d", l.ID, l.MinZoom, l.MaxZoom)
+	}
+	fields, err := tileFields(src, l.resolved.Fields)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("layer %s: %w", l.ID, err)
 	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("tile layer %s: table %q not found", l.Name, l.Table)
+	l.Fields = fields
+	if l.Rank != "" && !hasColumn(src, l.Rank) {
+		return nil, fmt.Errorf("layer %s: rank column %q is not a column of %s.%s", l.ID, l.Rank, src.Schema, src.Table)
 	}
-	out := &Layer{LayerSettings: l}
-	for _, c := range []string{l.Geom, l.ID, l.Rank} {
-		if _, ok := cols[c]; !ok && c != "" {
-			return nil, fmt.Errorf("tile layer %s: column %s.%s not found", l.Name, l.Table, c)
+	if src.Invalidated {
+		l.versionKey = src.Schema + "." + src.Table
+	}
+	l.cacheName = src.ID + "~" + definitionHash(l, extent, buffer)
+	l.sql = buildSQL(l, extent, buffer, catalog.QuoteIdent(own))
+	return l, nil
+}
+
+// definitionHash is a short hash of what shapes l's tiles.
+func definitionHash(l *Layer, extent, buffer int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%s|%s|%d|%s|%d|%v|%+v|%+v|%d|%d",
+		l.src.Relation(), l.src.Schema, l.src.Table, l.src.Column, l.src.SRID, l.src.GeometryType,
+		btoi(l.src.Geography), l.src.Key, l.resolved, l.Fields, extent, buffer))
+	return hex.EncodeToString(sum[:6])
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func hasColumn(src *catalog.Layer, name string) bool {
+	return slices.ContainsFunc(src.Properties, func(p catalog.Property) bool { return p.Name == name })
+}
+
+// tileFields are the properties named by names, or every property when
+// names is nil.
+func tileFields(src *catalog.Layer, names []string) ([]Field, error) {
+	if names == nil {
+		var out []Field
+		for _, p := range src.Properties {
+			if p.Name != idCol && p.Name != geomCol {
+				out = append(out, field(p))
+			}
 		}
+		return out, nil
 	}
-	switch cols[l.ID] {
-	case "smallint", "integer", "bigint":
-	default:
-		return nil, fmt.Errorf("tile layer %s: id column %s.%s is %s, want an integer type (it becomes the MVT feature id)", l.Name, l.Table, l.ID, cols[l.ID])
-	}
-	if out.Kind, err = geometryKind(ctx, db, l); err != nil {
-		return nil, err
-	}
-	// The feature query names its id and geometry columns id and geom.
-	seen := map[string]bool{"geom": true, "id": true}
-	for _, f := range l.Fields {
-		fd, err := field(l, cols, f)
+	seen := map[string]bool{}
+	out := make([]Field, 0, len(names))
+	for _, name := range names {
+		f, err := namedField(src, name)
 		if err != nil {
 			return nil, err
 		}
-		if seen[fd.Name] {
-			return nil, fmt.Errorf("tile layer %s: field name %q used twice (or reserved)", l.Name, fd.Name)
+		if seen[f.Name] || f.Name == idCol || f.Name == geomCol {
+			return nil, fmt.Errorf("field name %q used twice (or reserved)", f.Name)
 		}
-		seen[fd.Name] = true
-		out.Fields = append(out.Fields, fd)
+		seen[f.Name] = true
+		out = append(out, f)
 	}
-	out.sql = buildSQL(out, extent, buffer)
 	return out, nil
 }
 
-func tableColumns(ctx context.Context, db *pgxpool.Pool, table string) (map[string]string, error) {
-	rows, err := db.Query(ctx, `
-		SELECT column_name, data_type FROM information_schema.columns c
-		JOIN pg_class r ON r.relname = c.table_name AND r.relnamespace::regnamespace::text = quote_ident(c.table_schema)
-		WHERE r.oid = to_regclass(quote_ident($1))`, table)
-	if err != nil {
-		return nil, fmt.Errorf("tile layers: read catalog: %w", err)
-	}
-	cols := map[string]string{}
-	var name, typ string
-	_, err = pgx.ForEachRow(rows, []any{&name, &typ}, func() error {
-		cols[name] = typ
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tile layers: read catalog: %w", err)
-	}
-	return cols, nil
-}
-
-func geometryKind(ctx context.Context, db *pgxpool.Pool, l LayerSettings) (Kind, error) {
-	var typ string
-	var srid int
-	err := db.QueryRow(ctx, `
-		SELECT type, srid FROM geometry_columns g
-		JOIN pg_class r ON r.relname = g.f_table_name AND r.relnamespace::regnamespace::text = quote_ident(g.f_table_schema)
-		WHERE r.oid = to_regclass(quote_ident($1)) AND g.f_geometry_column = $2`,
-		l.Table, l.Geom).Scan(&typ, &srid)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("tile layer %s: %s.%s is not a geometry column", l.Name, l.Table, l.Geom)
-	}
-	if err != nil {
-		return "", fmt.Errorf("tile layer %s: read geometry type: %w", l.Name, err)
-	}
-	if srid != 4326 {
-		return "", fmt.Errorf("tile layer %s: %s.%s has SRID %d, want 4326", l.Name, l.Table, l.Geom, srid)
-	}
-	switch strings.TrimPrefix(strings.ToUpper(typ), "MULTI") {
-	case "POINT":
-		return Points, nil
-	case "LINESTRING":
-		return Lines, nil
-	case "POLYGON":
-		return Polygons, nil
-	}
-	return "", fmt.Errorf("tile layer %s: geometry type %s is not supported (use Point, LineString or Polygon, or their Multi forms)", l.Name, typ)
-}
-
-// field turns a configured field into its SQL: a column, or a key of the
-// jsonb column "properties" read as text.
-func field(l LayerSettings, cols map[string]string, f string) (Field, error) {
-	if key, ok := strings.CutPrefix(f, "properties."); ok {
-		if cols["properties"] != "jsonb" {
-			return Field{}, fmt.Errorf("tile layer %s: field %s needs a jsonb column properties", l.Name, f)
+// namedField is the field a setting names: a column, or column.key for a
+// key of a jsonb column.
+func namedField(src *catalog.Layer, name string) (Field, error) {
+	for _, p := range src.Properties {
+		if p.Name == name {
+			return field(p), nil
 		}
-		return Field{Name: key, Type: "String", expr: fmt.Sprintf("properties->>'%s'", key)}, nil
 	}
-	typ, ok := cols[f]
-	if !ok {
-		return Field{}, fmt.Errorf("tile layer %s: column %s.%s not found", l.Name, l.Table, f)
+	col, key, ok := strings.Cut(name, ".")
+	if ok {
+		for _, p := range src.Properties {
+			if p.Name == col && p.PGType == "jsonb" {
+				return Field{Name: key, Type: "String", expr: "l." + catalog.QuoteIdent(col) + "->>" + quoteLiteral(key)}, nil
+			}
+		}
+		return Field{}, fmt.Errorf("field %q: %q is not a jsonb column of %s.%s", name, col, src.Schema, src.Table)
 	}
-	t := "String"
-	switch typ {
-	case "smallint", "integer", "bigint", "real", "double precision", "numeric":
-		t = "Number"
-	case "boolean":
-		t = "Boolean"
-	}
-	return Field{Name: f, Type: t, expr: quote(f)}, nil
+	return Field{}, fmt.Errorf("field %q is not a column of %s.%s", name, src.Schema, src.Table)
 }
 
-// worldBounds is the Web Mercator world in longitude and latitude.
-var worldBounds = [4]float64{-180, -85.0511, 180, 85.0511}
-
-// bounds returns the estimated extent of the layer (from planner
-// statistics, so cheap); an empty or unanalysed table gets the world.
-func bounds(ctx context.Context, db *pgxpool.Pool, l *Layer) [4]float64 {
-	var b [4]*float64
-	err := db.QueryRow(ctx, `
-		SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e)
-		FROM (SELECT ST_EstimatedExtent(n.nspname::text, r.relname::text, $2) AS e
-		      FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace WHERE r.oid = to_regclass(quote_ident($1))) s`,
-		l.Table, l.Geom).Scan(&b[0], &b[1], &b[2], &b[3])
-	if err != nil || b[0] == nil || b[1] == nil || b[2] == nil || b[3] == nil {
-		return worldBounds
+// field reads column p as an MVT value: numbers as numbers, booleans as
+// booleans, timestamps as RFC 3339 strings, JSON and arrays as their JSON
+// text, anything else as its text.
+func field(p catalog.Property) Field {
+	col := "l." + catalog.QuoteIdent(p.Name)
+	f := Field{Name: p.Name, Type: "String", expr: col + "::text"}
+	switch {
+	case p.Type == "integer":
+		f.Type, f.expr = "Number", col
+	case p.Type == "number" && strings.HasPrefix(p.PGType, "numeric"):
+		f.Type, f.expr = "Number", col+"::float8"
+	case p.Type == "number":
+		f.Type, f.expr = "Number", col
+	case p.Type == "boolean":
+		f.Type, f.expr = "Boolean", col
+	case p.Type == "object", p.Type == "array":
+		f.expr = "to_jsonb(" + col + ")::text"
+	case p.Format == "date-time":
+		f.expr = "to_jsonb(" + col + ")#>>'{}'"
 	}
-	return [4]float64{max(-180, *b[0]), max(-85.0511, *b[1]), min(180, *b[2]), min(85.0511, *b[3])}
+	return f
 }
 
-// quote double-quotes an identifier that configuration already limited to
-// [a-z0-9_].
-func quote(ident string) string { return `"` + ident + `"` }
+// quoteLiteral writes s as a SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

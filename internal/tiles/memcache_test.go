@@ -80,7 +80,7 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	}
 	// Drop the Redis copy: only the process still has the tile.
 	c := rp.h.cache
-	keys, err := rdb.Keys(ctx, c.prefix+"t:geofences:*").Result()
+	keys, err := rdb.Keys(ctx, c.prefix+"t:geofences~*").Result()
 	if err != nil || len(keys) != 1 || strings.HasSuffix(keys[0], ":lock") {
 		t.Fatalf("tile keys = %v, %v; want the one tile", keys, err)
 	}
@@ -93,17 +93,17 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	// answers; this one waits until the replica's last read of the
 	// version no longer vouches for its copy.
 	v := rp.h.versions
-	local := v.Local("geofences")
-	if err := rdb.Set(ctx, v.key("geofences"), local+1, 0).Err(); err != nil {
+	local := v.Local("public.geofences")
+	if err := rdb.Set(ctx, v.key("public.geofences"), local+1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 10*time.Second, "the last version read to stop vouching for the memory copy", func() bool {
-		return !v.current("geofences", local)
+		return !v.current("public.geofences", local)
 	})
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
 		t.Errorf("GET after a newer shared version = %d %s, want 200 MISS (rendered again)", w.Code, w.Header().Get("X-Cache"))
 	}
-	if got := rp.h.versions.Local("geofences"); got != local+1 {
+	if got := rp.h.versions.Local("public.geofences"); got != local+1 {
 		t.Errorf("local version = %d, want it raised to %d", got, local+1)
 	}
 }

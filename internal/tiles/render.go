@@ -2,47 +2,119 @@ package tiles
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/catalog"
 )
 
 // earthCircumference is the width of the Web Mercator world in metres.
 const earthCircumference = 2 * math.Pi * 6378137
 
-// Renderer renders tiles of its layers with PostGIS.
-type Renderer struct {
-	db     *pgxpool.Pool
-	layers map[string]*Layer
-	order  []*Layer
-	extent int
-	buffer int
+// Source is the catalog of published layers tiles are made of.
+type Source interface {
+	Layer(id string) *catalog.Layer
+	Layers() []*catalog.Layer
+	OnChange(func([]*catalog.Layer))
+	// Refresh reads the catalog again now.
+	Refresh(ctx context.Context) (bool, error)
 }
 
-// NewRenderer checks every layer of s against the database catalog
-// and returns a Renderer for them. The error names the first bad layer.
-func NewRenderer(ctx context.Context, db *pgxpool.Pool, s Settings) (*Renderer, error) {
+// Renderer renders tiles of the published layers with PostGIS.
+type Renderer struct {
+	db     *pgxpool.Pool
+	src    Source
+	s      Settings
+	extent int
+	buffer int
+	// built holds each catalog layer's tile layer (or the error its
+	// settings gave), until the catalog changes.
+	built sync.Map // *catalog.Layer -> built
+	log   *slog.Logger
+}
+
+type built struct {
+	l   *Layer
+	err error
+}
+
+// NewRenderer returns a Renderer for the layers of src. The error names
+// the first layer whose settings do not fit its table.
+func NewRenderer(db *pgxpool.Pool, src Source, s Settings, log *slog.Logger) (*Renderer, error) {
 	if s.Extent <= 0 || s.Buffer < 0 {
 		return nil, fmt.Errorf("tiles: extent %d and buffer %d: want a positive extent and a buffer of 0 or more", s.Extent, s.Buffer)
 	}
-	r := &Renderer{db: db, layers: map[string]*Layer{}, extent: s.Extent, buffer: s.Buffer}
-	for _, lc := range s.Layers {
-		l, err := checkLayer(ctx, db, lc, r.extent, r.buffer)
-		if err != nil {
-			return nil, err
+	if s.Own == "" {
+		s.Own = "geogate"
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Renderer{db: db, src: src, s: s, extent: s.Extent, buffer: s.Buffer, log: log}
+	src.OnChange(func([]*catalog.Layer) { r.built.Clear() })
+	for _, cl := range src.Layers() {
+		if b := r.build(cl); b.err != nil {
+			return nil, fmt.Errorf("tiles: %w", b.err)
 		}
-		r.layers[l.Name] = l
-		r.order = append(r.order, l)
 	}
 	return r, nil
 }
 
-// Layer returns the layer called name, or nil.
-func (r *Renderer) Layer(name string) *Layer { return r.layers[name] }
+// errUnknown says a layer id is not published.
+var errUnknown = errors.New("tiles: unknown layer")
 
-// Layers returns every layer in configuration order.
-func (r *Renderer) Layers() []*Layer { return r.order }
+// errChanged answers a tile whose table went away or changed under the
+// query: the catalog is read again at once, after which the layer is
+// gone (404) or served as it is now.
+var errChanged = apperr.New(apperr.NotFound, "This layer was removed or changed while the tile was being made; GET /tiles lists the layers as they are now.")
+
+// errBadSettings answers a layer whose table changed under its settings
+// (a column they name was dropped, say); the log says what.
+var errBadSettings = apperr.New(apperr.Unavailable, "This layer's tile settings no longer fit its table; the service log says why.")
+
+// Layer returns the tile layer id, or the error to answer.
+func (r *Renderer) Layer(id string) (*Layer, error) {
+	cl := r.src.Layer(id)
+	if cl == nil {
+		return nil, errUnknown
+	}
+	b := r.build(cl)
+	if b.err != nil {
+		return nil, errBadSettings
+	}
+	return b.l, nil
+}
+
+func (r *Renderer) build(cl *catalog.Layer) built {
+	if v, ok := r.built.Load(cl); ok {
+		return v.(built)
+	}
+	l, err := newLayer(cl, r.s.Layers[cl.ID], r.extent, r.buffer, r.s.Own)
+	if err != nil {
+		r.log.Warn("tile layer not served", "layer", cl.ID, "err", err.Error())
+	}
+	v, _ := r.built.LoadOrStore(cl, built{l: l, err: err})
+	return v.(built)
+}
+
+// Layers returns every layer whose tiles can be served, in the catalog's
+// order.
+func (r *Renderer) Layers() []*Layer {
+	var out []*Layer
+	for _, cl := range r.src.Layers() {
+		if b := r.build(cl); b.err == nil {
+			out = append(out, b.l)
+		}
+	}
+	return out
+}
 
 // Rendered is one rendered tile: the MVT bytes (empty for a tile without
 // features) and the data version of the layer's table they show.
@@ -59,7 +131,11 @@ func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (
 	var out Rendered
 	var version *int64
 	if err := r.db.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
-		return Rendered{}, fmt.Errorf("render %s %s: %w", l.Name, t, err)
+		if catalogChanged(err) {
+			go func() { _, _ = r.src.Refresh(context.WithoutCancel(ctx)) }()
+			return Rendered{}, apperr.Wrap(apperr.NotFound, apperr.MessageOf(errChanged), err)
+		}
+		return Rendered{}, fmt.Errorf("render %s %s: %w", l.ID, t, err)
 	}
 	if version != nil {
 		out.Version = *version
@@ -80,7 +156,7 @@ func (r *Renderer) query(l *Layer, t Tile, scope []byte) (string, []any) {
 	switch {
 	case l.Kind == Points && l.ThinCells > 0 && t.Z < l.ThinMaxZoom:
 		sql = pick(scope, l.sql.thinned, l.sql.thinnedScope)
-		args = append(args, n*float64(l.ThinCells)/360)
+		args = append(args, n*float64(l.ThinCells)/earthCircumference)
 	case l.Kind == Points:
 		sql = pick(scope, l.sql.plain, l.sql.scoped)
 	default:
@@ -98,4 +174,22 @@ func pick(scope []byte, plain, scoped string) string {
 		return scoped
 	}
 	return plain
+}
+
+// catalogChanged reports whether err says the query named a relation,
+// column or type that is not (or no longer) what the catalog said.
+func catalogChanged(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "42P01", "42703", "42883", "42804", "0A000":
+		// undefined_table, undefined_column, undefined_function,
+		// datatype_mismatch, feature_not_supported (a column retyped
+		// under a prepared statement: "cached plan must not change
+		// result type").
+		return true
+	}
+	return false
 }

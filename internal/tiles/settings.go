@@ -3,16 +3,18 @@ package tiles
 import "time"
 
 // Settings configure the tile service. internal/config fills them from the
-// environment, starting from DefaultSettings.
+// environment and the layer file, starting from DefaultSettings.
 type Settings struct {
-	// Layers are the tile layers served, in this order.
-	Layers []LayerSettings
+	// Layers change, per layer id, what discovery and the defaults give a
+	// layer's tiles.
+	Layers map[string]LayerSettings
 	// Extent and Buffer are the MVT grid size and the buffer around each
 	// tile, in grid units.
 	Extent int
 	Buffer int
 	// Cache turns the Redis tile cache on; CacheTTL is how long a tile
-	// lives there.
+	// lives there, and the longest a tile of a layer without exact
+	// invalidation is served after its data changed.
 	Cache    bool
 	CacheTTL time.Duration
 	// MemoryCacheBytes of hot tiles are also kept in each process, in
@@ -37,35 +39,35 @@ type Settings struct {
 	// KeyPrefix starts every Redis key of the cache; the database's id
 	// follows it, so databases sharing one Redis never meet.
 	KeyPrefix string
+	// Own is geogate's own schema, which holds tile_versions and the
+	// functions tile queries call.
+	Own string
 }
 
-// LayerSettings describe one layer: a table with a geometry column in
-// EPSG:4326.
+// LayerSettings change one layer's tiles. A nil field keeps the default
+// (see defaultsFor).
 type LayerSettings struct {
-	Name  string
-	Table string
-	Geom  string
-	ID    string
-	// Fields are the feature properties: a column name, or
-	// properties.key for a key of the jsonb column properties.
+	// Fields are the feature properties, in order: a column name, or
+	// column.key for a key of a jsonb column (read as a string). Nil is
+	// every column but the geometries.
 	Fields  []string
-	MinZoom int
-	MaxZoom int
+	MinZoom *int
+	MaxZoom *int
 	// ThinCells > 0 thins points below ThinMaxZoom: each tile is cut into
 	// ThinCells x ThinCells cells and keeps one point per cell, the one
-	// with the lowest Rank column value.
-	ThinCells   int
-	ThinMaxZoom int
+	// with the lowest Rank column value (by default the feature id).
+	ThinCells   *int
+	ThinMaxZoom *int
 	Rank        string
-	// Simplify is the polygon simplification tolerance in grid units.
-	Simplify float64
+	// Simplify is the simplification tolerance of lines and polygons, in
+	// grid units.
+	Simplify *float64
 }
 
-// DefaultSettings are the settings of a deployment that sets none: the
-// built-in layers, cached in Redis and in memory.
+// DefaultSettings are the settings of a deployment that sets none: every
+// published layer, cached in Redis and in memory.
 func DefaultSettings() Settings {
 	return Settings{
-		Layers:           []LayerSettings{BuiltinLayer("places"), BuiltinLayer("geofences")},
 		Extent:           4096,
 		Buffer:           64,
 		Cache:            true,
@@ -76,29 +78,64 @@ func DefaultSettings() Settings {
 		RenderTimeout:    10 * time.Second,
 		RedisTimeout:     250 * time.Millisecond,
 		KeyPrefix:        "geogate:tiles:",
+		Own:              "geogate",
 	}
 }
 
-// BuiltinLayer returns the defaults of the layer called name: those of
-// geogate's own tables places and geofences, or for any other name a table
-// of that name with the columns geom and id.
-func BuiltinLayer(name string) LayerSettings {
-	switch name {
+// resolved are a layer's tile settings with every default filled in.
+type resolved struct {
+	Fields      []string // nil: every property
+	MinZoom     int
+	MaxZoom     int
+	ThinCells   int
+	ThinMaxZoom int
+	Rank        string // "": the feature id
+	Simplify    float64
+}
+
+// defaultsFor are the settings of a layer of kind that no setting
+// changes. Points are thinned at every zoom to one per 64th of a tile a
+// side (four pixels of a 256-pixel tile), which bounds a tile to about
+// 4,400 features whatever the layer holds; lines and polygons are
+// simplified by two grid units. geogate's own tables keep the layers they
+// always had: places thinned below zoom 12, fences simplified by four,
+// with the properties the map page shows.
+func defaultsFor(k Kind, own string) resolved {
+	r := resolved{MaxZoom: 22}
+	switch k {
+	case Points:
+		r.ThinCells, r.ThinMaxZoom = 64, 31
+	case Lines, Polygons, Mixed:
+		r.Simplify = 2
+	}
+	switch own {
 	case "places":
-		return LayerSettings{
-			Name: "places", Table: "places", Geom: "geom", ID: "id",
-			Fields:  []string{"name", "properties.country"},
-			MinZoom: 0, MaxZoom: 22, ThinCells: 64, ThinMaxZoom: 12, Rank: "id",
-		}
+		r.Fields, r.ThinMaxZoom = []string{"name", "properties.country"}, 12
 	case "geofences":
-		// The importer keeps the feature property it takes a fence's name
-		// from (--name-property, A3 for the demo countries) in name only,
-		// so that is the one field every fence is sure to have.
-		return LayerSettings{
-			Name: "geofences", Table: "geofences", Geom: "geom", ID: "id",
-			Fields:  []string{"name"},
-			MinZoom: 0, MaxZoom: 22, Simplify: 4, Rank: "id",
+		r.Fields, r.Simplify = []string{"name"}, 4
+	}
+	return r
+}
+
+// apply returns r changed by s.
+func (r resolved) apply(s LayerSettings) resolved {
+	if s.Fields != nil {
+		r.Fields = s.Fields
+	}
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
 		}
 	}
-	return LayerSettings{Name: name, Table: name, Geom: "geom", ID: "id", MaxZoom: 22, Rank: "id"}
+	set(&r.MinZoom, s.MinZoom)
+	set(&r.MaxZoom, s.MaxZoom)
+	set(&r.ThinCells, s.ThinCells)
+	set(&r.ThinMaxZoom, s.ThinMaxZoom)
+	if s.Rank != "" {
+		r.Rank = s.Rank
+	}
+	if s.Simplify != nil {
+		r.Simplify = *s.Simplify
+	}
+	return r
 }

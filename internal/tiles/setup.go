@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -22,27 +24,33 @@ type Deps struct {
 	// Redis holds the shared cache and layer versions; nil (or a
 	// Settings.Cache of false) renders every tile.
 	Redis redis.UniversalClient
+	// Layers are the published layers.
+	Layers Source
 }
 
 // Options are the hooks a Handler calls; every field may be left zero.
 type Options struct {
 	// Scope returns the caller's spatial scope; nil is the whole world.
 	Scope func(context.Context) *spatial.Scope
-	// OnMiss runs before a tile is rendered (a cache miss) and OnHit before
-	// a cached tile is served. Each returns ok false when it has already
-	// answered the request (for example with a 429); otherwise release,
-	// when not nil, runs once the tile has been answered (a concurrency
-	// cap holds its slot until then).
+	// OnMiss runs before tiles are rendered (cache misses) and OnHit
+	// before cached tiles are served, with the ids of those layers (a
+	// composite tile may have both). Each returns ok false when it has
+	// already answered the request (for example with a 429); otherwise
+	// release, when not nil, runs once the tile has been answered (a
+	// concurrency cap holds its slot until then).
 	OnMiss Hook
 	OnHit  Hook
+	// Access, when set, says whether the request's caller may read a
+	// layer: nil, or the error to answer (a 403).
+	Access func(context.Context, *catalog.Layer) error
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 	// Registerer, when set, receives the tile metrics.
 	Registerer prometheus.Registerer
 }
 
-// Hook guards a tile request; see Options.OnMiss.
-type Hook func(*gin.Context) (release func(), ok bool)
+// Hook guards a tile request for the layers named; see Options.OnMiss.
+type Hook func(c *gin.Context, layers []string) (release func(), ok bool)
 
 // New checks every layer of s against the database catalog, reads and
 // publishes the layers' versions, starts the version listener (which stops
@@ -51,7 +59,14 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 	if s.RenderTimeout <= 0 {
 		return nil, fmt.Errorf("tiles: render timeout %v: want a positive duration", s.RenderTimeout)
 	}
-	r, err := NewRenderer(ctx, d.DB, s)
+	if d.Layers == nil {
+		return nil, errors.New("tiles: no layer source")
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	r, err := NewRenderer(d.DB, d.Layers, s, log)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +81,7 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 	if !s.Cache {
 		rdb = nil
 	}
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	versions := newVersions(d.DB, rdb, prefix, s.RedisTimeout, s.VersionWindow, log)
+	versions := newVersions(d.DB, rdb, prefix, s.RedisTimeout, s.VersionWindow, log, catalog.QuoteIdent(r.s.Own))
 	var cache *Cache
 	if rdb != nil {
 		cache = newCache(rdb, versions, prefix, s.CacheTTL, s.RedisTimeout, s.MemoryCacheBytes)

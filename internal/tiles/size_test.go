@@ -30,10 +30,7 @@ func demoDB(t *testing.T) *pgxpool.Pool {
 func TestEveryTileFitsDemoData(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, db, DefaultSettings())
 	var tiles []Tile
 	for z := 0; z <= 6; z++ {
 		for x := 0; x < 1<<z; x++ {
@@ -50,7 +47,7 @@ func TestEveryTileFitsDemoData(t *testing.T) {
 		}
 	}
 	for _, l := range r.Layers() {
-		t.Run(l.Name, func(t *testing.T) {
+		t.Run(l.ID, func(t *testing.T) {
 			var mu sync.Mutex
 			largest, largestAt, features := 0, Tile{}, 0
 			renderAll(t, tiles, func(tl Tile) error {
@@ -64,14 +61,14 @@ func TestEveryTileFitsDemoData(t *testing.T) {
 					largest, largestAt = len(out.MVT), tl
 				}
 				if len(out.MVT) >= maxTileBytes {
-					t.Errorf("tile %s of %s is %d bytes, want < %d", tl, l.Name, len(out.MVT), maxTileBytes)
+					t.Errorf("tile %s of %s is %d bytes, want < %d", tl, l.ID, len(out.MVT), maxTileBytes)
 				}
 				if len(out.MVT) > 0 {
 					features++
 				}
 				return nil
 			})
-			t.Logf("%s: %d tiles, %d not empty, largest %d bytes at %s", l.Name, len(tiles), features, largest, largestAt)
+			t.Logf("%s: %d tiles, %d not empty, largest %d bytes at %s", l.ID, len(tiles), features, largest, largestAt)
 			if features < 1000 {
 				t.Errorf("only %d non-empty tiles: the demo data did not load?", features)
 			}
@@ -86,10 +83,7 @@ func TestEveryTileFitsDemoData(t *testing.T) {
 func TestScopedRendersDemoData(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRenderer(t, db, DefaultSettings())
 	scope, err := spatial.Parse([]byte(`{"type":"Polygon","coordinates":[[[2,45],[20,44],[12,56],[2,45]]]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +101,7 @@ func TestScopedRendersDemoData(t *testing.T) {
 		}
 	}
 	for _, l := range r.Layers() {
-		t.Run(l.Name, func(t *testing.T) {
+		t.Run(l.ID, func(t *testing.T) {
 			renderAll(t, tiles, func(tl Tile) error {
 				out, err := r.Render(context.Background(), l, tl, scope.WKB())
 				if err != nil {
@@ -181,11 +175,8 @@ func renderAll(t *testing.T, tiles []Tile, fn func(Tile) error) {
 func TestThinningNests(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	r, err := NewRenderer(context.Background(), db, DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := r.Layer("places")
+	r := newRenderer(t, db, DefaultSettings())
+	l := layer(t, r, "places")
 	ids := func(tl Tile) map[any]orb.Point {
 		out, err := r.Render(context.Background(), l, tl, nil)
 		if err != nil {

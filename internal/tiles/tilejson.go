@@ -9,7 +9,8 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 )
 
-// TileJSON is a TileJSON 3.0.0 document describing one layer.
+// TileJSON is a TileJSON 3.0.0 document describing one layer or a
+// composite of several.
 type TileJSON struct {
 	TileJSON     string        `json:"tilejson"`
 	Name         string        `json:"name"`
@@ -21,7 +22,7 @@ type TileJSON struct {
 	VectorLayers []VectorLayer `json:"vector_layers"`
 }
 
-// VectorLayer describes the one MVT layer in each tile of a layer.
+// VectorLayer describes one MVT layer of the tiles.
 type VectorLayer struct {
 	ID       string            `json:"id"`
 	Fields   map[string]string `json:"fields"`
@@ -40,49 +41,78 @@ type LayerInfo struct {
 	Tiles    string `json:"tiles"`
 }
 
-// List serves GET /tiles: every layer with its zoom range and URLs.
+// List serves GET /tiles: every layer the caller may read, with its zoom
+// range and URLs.
 func (h *Handler) List(c *gin.Context) {
 	base := h.baseURL(c)
-	out := make([]LayerInfo, 0, len(h.r.Layers()))
+	out := []LayerInfo{}
 	for _, l := range h.r.Layers() {
+		if h.o.Access != nil && h.o.Access(c.Request.Context(), l.src) != nil {
+			continue
+		}
 		out = append(out, LayerInfo{
-			Name: l.Name, Geometry: l.Kind, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom,
-			TileJSON: base + "/tiles/" + l.Name + ".json",
-			Tiles:    tilesURL(base, l),
+			Name: l.ID, Geometry: l.Kind, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom,
+			TileJSON: base + "/tiles/" + l.ID + ".json",
+			Tiles:    tilesURL(base, l.ID),
 		})
 	}
 	c.JSON(http.StatusOK, gin.H{"layers": out})
 }
 
-// TileJSON serves GET /tiles/{layer}.json, the layer's TileJSON 3.0.0
-// document.
+// TileJSON serves GET /tiles/{layer}.json, the TileJSON 3.0.0 document of
+// a layer or of a composite ({a},{b}.json): its zoom range covers every
+// layer's, its bounds all of theirs.
 func (h *Handler) TileJSON(c *gin.Context) {
 	name, ok := strings.CutSuffix(c.Param("layer"), ".json")
-	l := h.r.Layer(name)
-	if !ok || l == nil {
-		httpx.Abort(c, errNoLayer)
+	if !ok {
+		httpx.Abort(c, errNoLayer(c.Param("layer")))
 		return
 	}
-	fields := map[string]string{}
-	for _, f := range l.Fields {
-		fields[f.Name] = f.Type
+	ls, err := h.layers(c, name)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
 	}
-	c.JSON(http.StatusOK, TileJSON{
-		TileJSON: "3.0.0",
-		Name:     l.Name,
-		Scheme:   "xyz",
-		Tiles:    []string{tilesURL(h.baseURL(c), l)},
-		MinZoom:  l.MinZoom,
-		MaxZoom:  l.MaxZoom,
-		Bounds:   bounds(c.Request.Context(), h.r.db, l),
-		VectorLayers: []VectorLayer{{
-			ID: l.Name, Fields: fields, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom, Geometry: l.Kind,
-		}},
-	})
+	doc := TileJSON{
+		TileJSON: "3.0.0", Name: name, Scheme: "xyz",
+		Tiles:   []string{tilesURL(h.baseURL(c), name)},
+		MinZoom: MaxZoom, MaxZoom: 0,
+		VectorLayers: make([]VectorLayer, 0, len(ls)),
+	}
+	for i, l := range ls {
+		fields := map[string]string{}
+		for _, f := range l.Fields {
+			fields[f.Name] = f.Type
+		}
+		doc.VectorLayers = append(doc.VectorLayers, VectorLayer{
+			ID: l.ID, Fields: fields, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom, Geometry: l.Kind,
+		})
+		doc.MinZoom, doc.MaxZoom = min(doc.MinZoom, l.MinZoom), max(doc.MaxZoom, l.MaxZoom)
+		b := bounds(l)
+		if i == 0 {
+			doc.Bounds = b
+		} else {
+			doc.Bounds = [4]float64{min(doc.Bounds[0], b[0]), min(doc.Bounds[1], b[1]), max(doc.Bounds[2], b[2]), max(doc.Bounds[3], b[3])}
+		}
+	}
+	c.JSON(http.StatusOK, doc)
 }
 
-func tilesURL(base string, l *Layer) string {
-	return base + "/tiles/" + l.Name + "/{z}/{x}/{y}.mvt"
+// worldBounds is the Web Mercator world in longitude and latitude.
+var worldBounds = [4]float64{-180, -85.0511, 180, 85.0511}
+
+// bounds is the layer's estimated extent (the catalog's, from planner
+// statistics), within the Web Mercator world; the world when unknown.
+func bounds(l *Layer) [4]float64 {
+	b := l.src.Bounds
+	if b == nil {
+		return worldBounds
+	}
+	return [4]float64{max(-180, b.West), max(-85.0511, b.South), min(180, b.East), min(85.0511, b.North)}
+}
+
+func tilesURL(base, name string) string {
+	return base + "/tiles/" + name + "/{z}/{x}/{y}.mvt"
 }
 
 // baseURL is the scheme and host clients reach this service at: the

@@ -2,7 +2,9 @@ package tiles
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -34,6 +36,8 @@ type Versions struct {
 	rdb    redis.UniversalClient // nil: no Redis
 	prefix string
 	log    *slog.Logger
+	// own is geogate's schema, quoted.
+	own string
 	// timeout bounds each Redis call; 0 leaves it to the client.
 	timeout time.Duration
 
@@ -57,8 +61,8 @@ type Versions struct {
 // newVersions returns Versions reading db and publishing to rdb (which may
 // be nil) under keys starting with prefix, each Redis call bounded by
 // timeout, with window as described at Versions.window.
-func newVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, timeout, window time.Duration, log *slog.Logger) *Versions {
-	return &Versions{db: db, rdb: rdb, prefix: prefix, timeout: timeout, window: window, log: log, base: time.Now(),
+func newVersions(db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, timeout, window time.Duration, log *slog.Logger, own string) *Versions {
+	return &Versions{db: db, rdb: rdb, prefix: prefix, timeout: timeout, window: window, log: log, base: time.Now(), own: own,
 		local: map[string]int64{}, checked: map[string]check{}, ready: make(chan struct{})}
 }
 
@@ -123,7 +127,31 @@ func (v *Versions) raise(table string, version int64) bool {
 	return true
 }
 
-func (v *Versions) key(table string) string { return v.prefix + "v:" + table }
+// key is the Redis key of table's shared version. Names that Redis keys
+// would carry awkwardly (spaces, the braces of a Cluster hash tag, very
+// long ones) are hashed.
+func (v *Versions) key(table string) string {
+	if !plainName(table) {
+		sum := sha256.Sum256([]byte(table))
+		table = "h:" + hex.EncodeToString(sum[:12])
+	}
+	return v.prefix + "v:" + table
+}
+
+// plainName reports whether a schema-qualified table name is short and
+// made of letters, digits, _, - and dots.
+func plainName(s string) bool {
+	if len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Observe records that table has reached version and, when that is news
 // here, publishes it to Redis. Redis errors are returned but the local
@@ -153,7 +181,7 @@ func (v *Versions) publish(ctx context.Context, table string, version int64) err
 // answers: from then on every replica's next tile request uses the new
 // version.
 func (v *Versions) Sync(ctx context.Context) error {
-	rows, err := v.db.Query(ctx, "SELECT tbl, version FROM tile_versions")
+	rows, err := v.db.Query(ctx, "SELECT tbl, version FROM "+v.own+".tile_versions")
 	if err != nil {
 		return fmt.Errorf("read tile versions: %w", err)
 	}

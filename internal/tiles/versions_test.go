@@ -173,7 +173,7 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	// The warm read no longer vouches: the next GET reads the version.
 	v := reader.h.versions
 	testenv.WaitFor(t, 10*time.Second, "the warm read to stop vouching for the memory copy", func() bool {
-		return !v.current("geofences", v.Local("geofences"))
+		return !v.current("public.geofences", v.Local("public.geofences"))
 	})
 	hold.Store(true)
 	done := make(chan struct{})
@@ -238,7 +238,7 @@ func (h slowVersionReads) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // only for versions at or above what it found, and only within the window
 // after it was sent.
 func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
-	v := newVersions(nil, nil, "", 0, time.Hour, nil)
+	v := newVersions(nil, nil, "", 0, time.Hour, nil, `"geogate"`)
 	if v.current("places", 5) {
 		t.Fatal("current before any check = true, want false")
 	}
@@ -263,7 +263,7 @@ func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
 	if v.current("geofences", 1) {
 		t.Error("current after a check older than the window = true, want false")
 	}
-	off := newVersions(nil, nil, "", 0, 0, nil)
+	off := newVersions(nil, nil, "", 0, 0, nil, `"geogate"`)
 	off.confirm("places", 5, off.now())
 	if off.current("places", 5) {
 		t.Error("current with the window off = true, want false")
@@ -310,11 +310,11 @@ func TestListenerCatchesUp(t *testing.T) {
 	db := fixtureDB(t)
 	rp := newReplica(t, db, nil, "", Options{})
 	v := rp.h.versions
-	start := v.Local("places")
+	start := v.Local("public.places")
 	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('x', ST_SetSRID(ST_MakePoint(1, 1), 4326))"); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, v, "places", start+1)
+	waitVersion(t, v, "public.places", start+1)
 	// Cut the listener and write while it is away.
 	if _, err := db.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN geogate_tiles' AND datname = current_database()"); err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestListenerCatchesUp(t *testing.T) {
 	if _, err := db.Exec(context.Background(), "DELETE FROM places WHERE name = 'x'"); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, v, "places", start+2)
+	waitVersion(t, v, "public.places", start+2)
 }
 
 func waitVersion(t *testing.T, v *Versions, table string, want int64) {
@@ -342,7 +342,7 @@ func TestSingleflight(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
-	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context) (func(), bool) { arrived.Add(1); return nil, true }})
+	rp := newReplica(t, db, nil, "", Options{OnMiss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }})
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const n = 20
@@ -430,7 +430,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	db := fixtureDB(t)
 	prefix := testenv.Prefix(t) + ":"
 	var arrived atomic.Int64
-	count := Options{OnMiss: func(*gin.Context) (func(), bool) { arrived.Add(1); return nil, true }}
+	count := Options{OnMiss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}
 	// Each replica has a Redis client of its own, as a service instance
 	// has, on which a lost claim on the render lock is counted.
 	var lost [2]atomic.Int64

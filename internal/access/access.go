@@ -1,0 +1,62 @@
+// Package access decides, per layer, who may read it and what reading it
+// costs: the scopes a layer asks for and the rate-limit policy and cost
+// it spends, from the layer file, together with the layers a caller's key
+// or token is limited to.
+package access
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
+)
+
+// Rule is what one layer asks of its callers; the zero Rule asks nothing.
+type Rule struct {
+	// Scopes, when there are any, are the scopes of which a caller must
+	// hold one to read the layer on any route, besides the route's own.
+	Scopes []string
+	// Policy, when set, is the rate-limit policy that queries and tile
+	// renders of the layer spend instead of the route's (cached tiles
+	// keep theirs).
+	Policy string
+	// Cost multiplies what a request of the layer costs; 0 is 1.
+	Cost int
+}
+
+// Settings are the rules per layer id.
+type Settings struct {
+	Layers map[string]Rule
+}
+
+// Check returns nil when the caller of ctx may read layer, else the 403
+// to answer: the layers the caller's key or token is limited to come
+// first, so that such a caller learns nothing of layers outside them, not
+// even whether they exist.
+func (s Settings) Check(ctx context.Context, layer string) error {
+	if err := auth.CheckLayer(ctx, layer); err != nil {
+		return err
+	}
+	id := auth.FromContext(ctx)
+	r := s.Layers[layer]
+	if len(r.Scopes) > 0 && !slices.ContainsFunc(r.Scopes, id.Has) {
+		return apperr.Errorf(apperr.Forbidden, "Reading layer %q needs one of the scopes %s, which your credentials do not grant.",
+			layer, strings.Join(r.Scopes, ", "))
+	}
+	return nil
+}
+
+// Limit is the policy and cost a request of layer spends, where the route
+// would spend cost from policy.
+func (s Settings) Limit(layer, policy string, cost int) (string, int) {
+	r := s.Layers[layer]
+	if r.Policy != "" {
+		policy = r.Policy
+	}
+	if r.Cost > 1 {
+		cost *= r.Cost
+	}
+	return policy, cost
+}
