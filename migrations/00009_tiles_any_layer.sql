@@ -9,9 +9,12 @@ UPDATE {{schema}}.tile_versions v SET tbl = n.nspname || '.' || c.relname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE position('.' IN v.tbl) = 0 AND c.oid = to_regclass('{{data}}.' || quote_ident(v.tbl));
 
+-- The function runs with its owner's rights (geogate's role), so that an
+-- application writing to a published table needs no privilege on geogate's
+-- schema: api publish --invalidate must never make its writes fail.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION {{schema}}.geogate_tiles_bump() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     name text := TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME;
     v bigint;
@@ -59,6 +62,7 @@ $$;
 
 -- +goose Down
 DROP FUNCTION {{schema}}.tile_box(float8, float8, float8, float8, integer);
+ALTER FUNCTION {{schema}}.geogate_tiles_bump() SECURITY INVOKER RESET search_path;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION {{schema}}.geogate_tiles_bump() RETURNS trigger
 LANGUAGE plpgsql AS $$

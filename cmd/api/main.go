@@ -1,5 +1,5 @@
 // Command api is the geogate service and its tools: serve (the default),
-// migrate, import, keys and token.
+// migrate, import, keys, token and publish.
 package main
 
 import (
@@ -27,6 +27,7 @@ commands:
   migrate   apply database migrations and exit
   import    load a GeoJSON, newline-delimited GeoJSON or cities JSON file into a layer
   keys      create, list or revoke API keys (api keys create|list|revoke)
+  publish   list the published layers; install or remove exact tile invalidation
   token     mint an HS256 development token (api token --sub ID --scopes ... --ttl 1h)
 
 Run 'api COMMAND -h' for a command's flags. Settings come from the
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args, getenv, stdout, stderr)
 	case "token":
 		return tokenCmd(ctx, args, getenv, stdout, stderr)
+	case "publish":
+		return publishCmd(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

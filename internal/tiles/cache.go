@@ -33,6 +33,8 @@ type Cache struct {
 	downUntil atomic.Int64
 	// mem holds hot tiles in process; nil when turned off.
 	mem *memCache
+	// fresh reads the versions of layers written behind geogate's back.
+	fresh *freshVersions
 }
 
 // cooldown is how long Redis is skipped after an error.
@@ -48,8 +50,8 @@ type entry struct {
 // newCache returns a Cache in rdb under keys starting with prefix, with
 // up to memBytes of hot tiles also kept in process (0: none). Each Redis
 // call is bounded by timeout.
-func newCache(rdb redis.UniversalClient, versions *Versions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
-	return &Cache{rdb: rdb, versions: versions, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
+func newCache(rdb redis.UniversalClient, versions *Versions, fresh *freshVersions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
+	return &Cache{rdb: rdb, versions: versions, fresh: fresh, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
 }
 
 func (c *Cache) key(layer string, version int64, t Tile, scopeHash string) string {
@@ -74,8 +76,11 @@ func (c *Cache) failed(err error) error {
 // false on a miss; version is the version a render must reach to be
 // stored. err is a Redis failure: the caller renders without the cache.
 func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e entry, version int64, ok bool, err error) {
-	if l.versionKey == "" {
+	switch {
+	case l.versionKey == "":
 		return c.getUntracked(ctx, l, t, scopeHash)
+	case l.fresh:
+		return c.getFresh(ctx, l, t, scopeHash)
 	}
 	table := l.versionKey
 	version = c.versions.Local(table)
@@ -138,6 +143,33 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	b, err := tileCmd.Bytes()
 	if err != nil {
 		return entry{}, version, false, nil
+	}
+	return c.decode(key, b, version)
+}
+
+// getFresh is Get for a layer whose writes geogate does not see: the tile
+// is looked up at the version PostgreSQL holds now (see freshVersions).
+func (c *Cache) getFresh(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
+	version, err := c.fresh.version(ctx, l.versionKey)
+	if err != nil {
+		return entry{}, c.versions.Local(l.versionKey), false, err
+	}
+	c.versions.raise(l.versionKey, version)
+	key := c.key(l.cacheName, version, t, scopeHash)
+	if e, ok := c.mem.get(key); ok {
+		return e, version, true, nil
+	}
+	if !c.available() {
+		return entry{}, version, false, errors.New("tile cache: redis recently failed")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	b, err := c.rdb.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return entry{}, version, false, nil
+	}
+	if err != nil {
+		return entry{}, version, false, c.failed(fmt.Errorf("tile cache get: %w", err))
 	}
 	return c.decode(key, b, version)
 }

@@ -58,6 +58,10 @@ type Layer struct {
 	// tiles are not retired by writes (no invalidation triggers): they
 	// then live for the cache TTL.
 	versionKey string
+	// fresh says the layer's table is written behind geogate's back (a
+	// team's own table, with plain SQL): its cached tiles are served at a
+	// version read from PostgreSQL (see freshVersions).
+	fresh bool
 	// cacheName names the layer's tiles in cache keys: its id and a hash of
 	// everything that shapes them, so that a table altered, or dropped and
 	// created again, never meets the tiles of its former self.
@@ -97,6 +101,7 @@ func newLayer(src *catalog.Layer, s LayerSettings, extent, buffer int, own strin
 	}
 	if src.Invalidated {
 		l.versionKey = src.Schema + "." + src.Table
+		l.fresh = builtin == ""
 	}
 	l.cacheName = src.ID + "~" + definitionHash(l, extent, buffer)
 	l.sql = buildSQL(l, extent, buffer, catalog.QuoteIdent(own))
@@ -105,9 +110,9 @@ func newLayer(src *catalog.Layer, s LayerSettings, extent, buffer int, own strin
 
 // definitionHash is a short hash of what shapes l's tiles.
 func definitionHash(l *Layer, extent, buffer int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%s|%s|%d|%s|%d|%v|%+v|%+v|%d|%d",
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%s|%s|%d|%s|%d|%v|%+v|%+v|%d|%d|%s",
 		l.src.Relation(), l.src.Schema, l.src.Table, l.src.Column, l.src.SRID, l.src.GeometryType,
-		btoi(l.src.Geography), l.src.Key, l.resolved, l.Fields, extent, buffer))
+		btoi(l.src.Geography), l.src.Key, l.resolved, l.Fields, extent, buffer, l.versionKey))
 	return hex.EncodeToString(sum[:6])
 }
 

@@ -84,7 +84,8 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 	versions := newVersions(d.DB, rdb, prefix, s.RedisTimeout, s.VersionWindow, log, catalog.QuoteIdent(r.s.Own))
 	var cache *Cache
 	if rdb != nil {
-		cache = newCache(rdb, versions, prefix, s.CacheTTL, s.RedisTimeout, s.MemoryCacheBytes)
+		fresh := newFreshVersions(ctx, d.DB, catalog.QuoteIdent(r.s.Own))
+		cache = newCache(rdb, versions, fresh, prefix, s.CacheTTL, s.RedisTimeout, s.MemoryCacheBytes)
 	}
 	if err := versions.Sync(ctx); err != nil {
 		log.Warn("tile versions not published", "err", err.Error())
