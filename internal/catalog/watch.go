@@ -23,6 +23,8 @@ type Catalog struct {
 	print  string // the fingerprint layers were found under
 	mu     sync.Mutex
 	subs   []func([]*Layer)
+	// soon is set while a RefreshSoon waits to run.
+	soon atomic.Bool
 }
 
 // index is one discovery's layers, in order and by id.
@@ -98,6 +100,23 @@ func (c *Catalog) Refresh(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// RefreshSoon refreshes in the background, once however many ask before
+// it starts: queries that found a layer dropped or altered under them call
+// it, and there may be many at once.
+func (c *Catalog) RefreshSoon() {
+	if !c.soon.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		c.soon.Store(false) // a change seen from now on asks again
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := c.Refresh(ctx); err != nil {
+			c.log.Warn("layers not refreshed", "err", err.Error())
+		}
+	}()
 }
 
 func (c *Catalog) watch(ctx context.Context) {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/catalog"
 )
 
 // Timeouts bound every database call of the package.
@@ -25,7 +26,14 @@ type Timeouts struct {
 type db struct {
 	pool     *pgxpool.Pool
 	timeouts Timeouts
+	// stale, when set, runs when a query finds a layer other than the
+	// catalog said (see catalog.Stale).
+	stale func()
 }
+
+// errLayerChanged answers a query whose layer was dropped or altered under
+// it.
+var errLayerChanged = apperr.New(apperr.NotFound, "This layer was removed or changed while it was being read; GET /layers lists the layers as they are now.")
 
 // do runs fn on a pooled connection. The wait for a connection is bounded
 // by AcquireTimeout (then apperr.Unavailable) and the whole call by
@@ -69,6 +77,11 @@ func (d *db) classify(ctx, qctx context.Context, err error) error {
 		return apperr.Wrap(apperr.Timeout, "The query took longer than "+d.timeouts.QueryTimeout.String()+" and was cancelled.", err)
 	case isConnectErr(err):
 		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
+	case catalog.Stale(err):
+		if d.stale != nil {
+			d.stale()
+		}
+		return apperr.Wrap(apperr.NotFound, apperr.MessageOf(errLayerChanged), err)
 	}
 	return err
 }

@@ -50,7 +50,7 @@ func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(co
 	if own == "" {
 		own = "geogate"
 	}
-	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts}, cat: cat, own: own, committed: committed}
+	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts, stale: cat.RefreshSoon}, cat: cat, own: own, committed: committed}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }

@@ -60,7 +60,7 @@ const geoJSON = "application/geo+json"
 // Within serves GET /within: the features of a layer within a radius of a
 // point, nearest first, paged by cursor.
 func (h *Handler) Within(c *gin.Context) {
-	q, err := parseWithin(c.Request.URL.Query(), h.rules, func(id string) bool { return h.svc.cat.Layer(id) != nil })
+	q, err := parseWithin(c.Request.URL.Query(), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return

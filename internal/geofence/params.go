@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -161,9 +162,13 @@ type withinRequest struct {
 	Cursor string
 }
 
+// layerID is what a layer id may be (see catalog.LayerID); a well-formed id
+// that names no layer is a 404, not a 422.
+var layerID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+
 // parseWithin reads every /within parameter and reports every problem at
 // once. Unknown parameters are ignored.
-func parseWithin(v url.Values, r Rules, known func(string) bool) (withinRequest, error) {
+func parseWithin(v url.Values, r Rules) (withinRequest, error) {
 	errs := &apperr.ValidationError{}
 	var q withinRequest
 	q.Lng, _ = number(v, "lng", -180, 180, errs)
@@ -174,9 +179,9 @@ func parseWithin(v url.Values, r Rules, known func(string) bool) (withinRequest,
 	q.Layer = "places"
 	if s, ok := param(v, "layer", errs); ok {
 		q.Layer = s
-	}
-	if !known(q.Layer) {
-		errs.Add("Unknown layer: GET /layers lists the published ones.", "enum", "query", "layer")
+		if !layerID.MatchString(s) {
+			errs.Add("A layer id is 1 to 200 letters, digits, _ and -: GET /layers lists them.", "string_pattern_mismatch", "query", "layer")
+		}
 	}
 	q.Cursor, _ = param(v, "cursor", errs)
 	return q, errs.Err()

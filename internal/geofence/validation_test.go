@@ -71,7 +71,8 @@ func TestValidation(t *testing.T) {
 		{"limit above max", "GET", within + "&limit=1001", "", 422, []any{"query", "limit"}},
 		{"limit not an integer", "GET", within + "&limit=1.5", "", 422, []any{"query", "limit"}},
 		{"limit at max", "GET", within + "&limit=1000", "", 200, nil},
-		{"unknown layer", "GET", within + "&layer=users", "", 422, []any{"query", "layer"}},
+		{"layer not an id", "GET", within + "&layer=a.b", "", 422, []any{"query", "layer"}},
+		{"unknown layer", "GET", within + "&layer=users", "", 404, nil},
 		{"layer injection", "GET", within + "&layer=places%3BDROP%20TABLE%20places", "", 422, []any{"query", "layer"}},
 		{"bad cursor", "GET", within + "&cursor=abc", "", 422, []any{"query", "cursor"}},
 		{"radius twice", "GET", within + "&radius=5", "", 422, []any{"query", "radius"}},
@@ -189,7 +190,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
 	_, h := newTestService(t, pool, testTimeouts)
-	code, body := do(t, h, "GET", "/within?lng=x&lat=100&radius=-1&limit=0&layer=nope", "")
+	code, body := do(t, h, "GET", "/within?lng=x&lat=100&radius=-1&limit=0&layer=no.pe", "")
 	if code != 422 {
 		t.Fatalf("code = %d, want 422", code)
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -23,8 +22,8 @@ type Source interface {
 	Layer(id string) *catalog.Layer
 	Layers() []*catalog.Layer
 	OnChange(func([]*catalog.Layer))
-	// Refresh reads the catalog again now.
-	Refresh(ctx context.Context) (bool, error)
+	// RefreshSoon reads the catalog again, in the background.
+	RefreshSoon()
 }
 
 // Renderer renders tiles of the published layers with PostGIS.
@@ -131,8 +130,8 @@ func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (
 	var out Rendered
 	var version *int64
 	if err := r.db.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
-		if catalogChanged(err) {
-			go func() { _, _ = r.src.Refresh(context.WithoutCancel(ctx)) }()
+		if catalog.Stale(err) {
+			r.src.RefreshSoon()
 			return Rendered{}, apperr.Wrap(apperr.NotFound, apperr.MessageOf(errChanged), err)
 		}
 		return Rendered{}, fmt.Errorf("render %s %s: %w", l.ID, t, err)
@@ -174,22 +173,4 @@ func pick(scope []byte, plain, scoped string) string {
 		return scoped
 	}
 	return plain
-}
-
-// catalogChanged reports whether err says the query named a relation,
-// column or type that is not (or no longer) what the catalog said.
-func catalogChanged(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	switch pe.Code {
-	case "42P01", "42703", "42883", "42804", "0A000":
-		// undefined_table, undefined_column, undefined_function,
-		// datatype_mismatch, feature_not_supported (a column retyped
-		// under a prepared statement: "cached plan must not change
-		// result type").
-		return true
-	}
-	return false
 }
