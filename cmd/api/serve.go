@@ -132,8 +132,12 @@ type deps struct {
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, func(), error) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.Server.StartupTimeout)
 	defer cancel()
+	// Every statement is planned once per connection: planning a /within
+	// statement anew costs more than running it for a small radius, and
+	// its generic plan serves every radius as well (TestWithinPlannedOnce).
 	opts := pg.Options{MaxConns: int32(cfg.DB.MaxConns), MinConns: int32(cfg.DB.MinConns),
-		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS, Schema: cfg.DB.Schema}
+		AppName: "geogate", StatementTimeout: cfg.DB.StatementTimeout, Warm: pg.WarmPostGIS, Schema: cfg.DB.Schema,
+		GenericPlans: true}
 	pool, err := pg.Open(sctx, cfg.DB.URL, opts)
 	if err != nil {
 		return deps{}, nil, err
@@ -144,8 +148,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 			return deps{}, nil, err
 		}
 	}
-	// Tiles render on connections of their own, which plan each tile
-	// statement once (see pg.Options.GenericPlans), and a burst of map
+	// Tiles render on connections of their own, so that a burst of map
 	// traffic cannot take the connections /within needs.
 	tileOpts := opts
 	tileOpts.MaxConns = int32(cfg.DB.TileMaxConns)

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // planNode is the part of EXPLAIN (FORMAT JSON) the plan test reads.
@@ -118,4 +121,36 @@ func sqlLiteral(a any) string {
 		return "NULL" // property lists do not change the plan's shape
 	}
 	return fmt.Sprintf("'%v'", a)
+}
+
+// TestWithinPlannedOnce runs /within at many radii on one connection of a
+// pool that plans statements once (as api serve's does): PostgreSQL's
+// pg_prepared_statements shows the statement planned generically every
+// time, never per call, and the plan read above (checkWithinPlan) is the
+// generic one too.
+func TestWithinPlannedOnce(t *testing.T) {
+	t.Parallel()
+	_, url := testenv.DBWithURL(t)
+	pool, err := pg.Open(context.Background(), url, pg.Options{MaxConns: 1, GenericPlans: true, Schema: "geogate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	svc, h := newTestService(t, pool, testTimeouts)
+	radii := []float64{50, 500, 5000, 20000, 100000, 1000, 75}
+	for _, r := range radii {
+		if code, body := do(t, h, "GET", withinURL(13.4, 52.5, r, ""), ""); code != 200 {
+			t.Fatalf("GET /within radius %v = %d %s", r, code, body)
+		}
+	}
+	sql, _, _ := svc.WithinSQL(WithinQuery{Layer: "places", Lng: 13.4, Lat: 52.5, Radius: 500, Limit: 10})
+	var generic, custom int64
+	err = pool.QueryRow(context.Background(),
+		"SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", sql).Scan(&generic, &custom)
+	if err != nil {
+		t.Fatalf("the /within statement in pg_prepared_statements: %v", err)
+	}
+	if custom != 0 || generic != int64(len(radii)) {
+		t.Errorf("/within planned generically %d times and per call %d times, want %d and 0", generic, custom, len(radii))
+	}
 }
