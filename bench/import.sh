@@ -51,29 +51,24 @@ ogr() {
     -a_srs EPSG:4326 -nln cities_ogr -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST \
     -gt unlimited -overwrite
 }
-# The places layer also needs the geography index its proximity queries
-# use; the second ogr2ogr figure adds building it.
-geog() { psql -q "$bench_url" -c "CREATE INDEX cities_ogr_geog_idx ON cities_ogr USING gist ((geom::geography))"; }
 count() { psql -tA "$bench_url" -c "SELECT count(*) FROM $1"; }
 
-ours_s=(); ogr_s=(); ogrg_s=()
+ours_s=(); ogr_s=()
 for i in $(seq 1 "$trials"); do # alternate, so that load drifts hit both
-  t0=$(now); ours; t1=$(now); ogr; t2=$(now); geog; t3=$(now)
-  ours_s+=("$(calc "$t1 - $t0")"); ogr_s+=("$(calc "$t2 - $t1")"); ogrg_s+=("$(calc "$t3 - $t1")")
-  printf 'trial %d: api import %.2f s, ogr2ogr %.2f s (%.2f s with the geography index)\n' \
-    "$i" "${ours_s[-1]}" "${ogr_s[-1]}" "${ogrg_s[-1]}"
+  t0=$(now); ours; t1=$(now); ogr; t2=$(now)
+  ours_s+=("$(calc "$t1 - $t0")"); ogr_s+=("$(calc "$t2 - $t1")")
+  printf 'trial %d: api import %.2f s, ogr2ogr %.2f s\n' "$i" "${ours_s[-1]}" "${ogr_s[-1]}"
 done
 for t in places cities_ogr; do
   n=$(count "$t"); [ "$n" = "$rows" ] || { echo "bench/import: $t has $n rows, want $rows" >&2; exit 1; }
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-ours_med=$(median "${ours_s[@]}"); ogr_med=$(median "${ogr_s[@]}"); ogrg_med=$(median "${ogrg_s[@]}")
-ours_rps=$(calc "$rows / $ours_med"); ogr_rps=$(calc "$rows / $ogr_med"); ogrg_rps=$(calc "$rows / $ogrg_med")
-ratio=$(calc "$ours_rps / $ogr_rps"); ratiog=$(calc "$ours_rps / $ogrg_rps")
+ours_med=$(median "${ours_s[@]}"); ogr_med=$(median "${ogr_s[@]}")
+ours_rps=$(calc "$rows / $ours_med"); ogr_rps=$(calc "$rows / $ogr_med")
+ratio=$(calc "$ours_rps / $ogr_rps")
 printf 'api import:                 median %.2f s, %.0f rows/s\n' "$ours_med" "$ours_rps"
 printf 'ogr2ogr:                    median %.2f s, %.0f rows/s (api import is %.2fx)\n' "$ogr_med" "$ogr_rps" "$ratio"
-printf 'ogr2ogr + geography index:  median %.2f s, %.0f rows/s (api import is %.2fx)\n' "$ogrg_med" "$ogrg_rps" "$ratiog"
 
 mkdir -p bench/results
 {
@@ -84,8 +79,7 @@ mkdir -p bench/results
   echo "|---|---|---|---|"
   printf '| `api import --replace` | %.2f | %.0f | |\n' "$ours_med" "$ours_rps"
   printf '| `ogr2ogr` (PG_USE_COPY=YES) | %.2f | %.0f | %.2fx |\n' "$ogr_med" "$ogr_rps" "$ratio"
-  printf '| `ogr2ogr`, then the geography index | %.2f | %.0f | %.2fx |\n' "$ogrg_med" "$ogrg_rps" "$ratiog"
   echo
-  echo "api import: gzip JSON array → parse → binary COPY FREEZE into a staging table like \`places\` (one transaction), its indexes built on two connections at once (the GiST on geom::geography on one; the GiST on geom, then the primary key as a unique index, on the other), then swapped in for \`places\` by one short transaction; wall time of the process."
-  echo "ogr2ogr: uncompressed CSV (converted before timing) → COPY into a new table \`cities_ogr\` (-overwrite, one transaction with -gt unlimited, GiST index on geom, serial primary key), wall time of the process; the third row adds \`CREATE INDEX ... USING gist ((geom::geography))\`, the index \`places\` has for metre-based proximity."
+  echo "api import: gzip JSON array → parse → binary COPY FREEZE into a staging table like \`places\` (one transaction), its indexes built on two connections at once (the GiST on geom on one, the primary key as a unique index on the other), then swapped in for \`places\` by one short transaction; wall time of the process."
+  echo "ogr2ogr: uncompressed CSV (converted before timing) → COPY into a new table \`cities_ogr\` (-overwrite, one transaction with -gt unlimited, GiST index on geom, serial primary key: the indexes \`places\` has), wall time of the process."
 } >bench/results/import.md

@@ -97,6 +97,12 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         printf "| `/within` %s km, concurrency %s | %.0f req/s (%s), p99 %.2f ms | the same SQL through pgx: %.0f q/s (%s), p99 %.2f ms; the handler alone, no auth or limiter: %.0f (%s) | %.0f%% rate, %.1fx p99 | 80%% of the rate, p99 within 1.5x | %s |\n", $1/1000, $3, api, ar, ap, sql, sr, sp, $15, hr, 100*ratio, ap/sp, (ratio >= 0.8 && ap <= 1.5*sp) ? "yes" : "no"
       }
       $1 == "cpu" { r = $2; c = $3; sub(/^cpu [0-9]+ [0-9]+ us\/request: /, ""); printf "| CPU per `/within` request, %s km, concurrency %s (microseconds, by process) | %s | | | | |\n", r/1000, c, $0 }
+      $1 == "mercator" {
+        printf "| `/within` %s km on a Web Mercator layer (the cities in EPSG:3857) | %.0f req/s, p99 %.2f ms | the same SQL through pgx: %.0f q/s, p99 %.2f ms | %.0f%% | 80%% of the rate | %s |\n", $2/1000, $5, $8, $12, $15, 100*$5/$12, ($5 >= 0.8*$12) ? "yes" : "no"
+      }
+      $1 == "geography" {
+        printf "| `/within` %s km SQL on places through its geometry index | %.0f q/s, p99 %.2f ms | the former query through a geography index: %.0f q/s, p99 %.2f ms | %.2fx | no slower (at least 0.97x, the run-to-run noise) | %s |\n", $2/1000, $5, $8, $12, $15, $5/$12, ($5 >= 0.97*$12) ? "yes" : "no"
+      }
       /^API POST \/geofences\/contains/ { a=$(NF-1) }
       /^SQL, subdivided parts/ { s=$(NF-1) }
       /^SQL, naive/ { n=$(NF-1) }
@@ -112,6 +118,9 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       $2 ~ /^z[0-9]+$/ && $3 == "|" {
         printf "| cold tiles, %s %s, 8 clients | %.0f tiles/s, p99 %.2f ms | the same tile SQL through pgx: %.0f, p99 %.2f ms | %.0f%% | at least 80%% | %s |\n", $1, $2, $4, $5, $7, $8, 100*$4/$7, ($4 >= 0.8*$7) ? "yes" : "no"
         printf "| cached tiles, %s %s | 8 clients: %.0f tiles/s, p99 %.2f ms; 1 client: %.0f tiles/s, p99 %.2f ms | | | p99 under 2 ms | %s |\n", $1, $2, $12, $13, $15, $16, ($16 < 2) ? ($13 < 2 ? "yes" : "1 client: yes") : "no"
+      }
+      $1 == "composite" {
+        printf "| cold composite tiles, %s %s, 8 clients | %.0f tiles/s, p99 %.2f ms | both layers'"'"' tile SQL through pgx, one after the other: %.0f, p99 %.2f ms | %.0f%% | at least 80%% | %s |\n", $2, $3, $5, $8, $12, $15, 100*$5/$12, ($5 >= 0.8*$12) ? "yes" : "no"
       }' $r/tiles.txt
   fi
   if [ -s $r/seed.txt ]; then
@@ -131,8 +140,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       /^trial/ { a = $5 + 0; o = $8 + 0; if (!n++ || a < amin) amin = a; if (a > amax) amax = a; if (n == 1 || o < omin) omin = o; if (o > omax) omax = o }
       /^api import:/ { ours = $6 }
       /^ogr2ogr:/ { ogr = $5 }
-      /^ogr2ogr \+ geography index:/ { ogrg = $8 }
-      END { printf "| import of 171,075 cities | %.0f rows/s (%.2f-%.2f s) | `ogr2ogr` (PG_USE_COPY): %.0f rows/s (%.2f-%.2f s); with the geography index `places` has: %.0f | %.2fx (%.2fx with the index) | at least 2x | %s |\n", ours, amin, amax, ogr, omin, omax, ogrg, ours/ogr, ours/ogrg, (ours >= 2*ogr) ? "yes" : "no" }
+      END { printf "| import of 171,075 cities | %.0f rows/s (%.2f-%.2f s) | `ogr2ogr` (PG_USE_COPY), the same indexes: %.0f rows/s (%.2f-%.2f s) | %.2fx | at least 2x | %s |\n", ours, amin, amax, ogr, omin, omax, ours/ogr, (ours >= 2*ogr) ? "yes" : "no" }
     ' $r/import.txt
   fi
   if [ -s $r/auth.txt ]; then

@@ -11,6 +11,9 @@
 //   - the same /within through the geofence routes alone, served in this
 //     process on a loopback port, to tell the handler's cost from the
 //     rest of the API's (authentication, the limiter's Redis round trip);
+//   - /within on the cities in Web Mercator (a projected layer) through the
+//     API next to its SQL, and on places through its geometry index next
+//     to the former query through a geography index;
 //   - containment: points/s for batches of 1,000 random points through
 //     POST /geofences/contains (the subdivided fences) next to the naive
 //     ST_Intersects against the original polygons through pgx.
@@ -89,7 +92,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	maxC := slices.Max(append(concs, batchConc))
-	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(maxC), AppName: "geogate-bench-geofence", Schema: pg.DefaultSchema})
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: int32(maxC), AppName: "geogate-bench-geofence", Schema: pg.DefaultSchema, GenericPlans: true})
 	if err != nil {
 		return err
 	}
@@ -102,6 +105,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 			Limits:      openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
 			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
 		},
+	}
+	if err := benchLayers(ctx, pool); err != nil {
+		return err
 	}
 	cat, err := catalog.Open(ctx, pool, catalog.Settings{Schemas: []string{"public"}, Own: pg.DefaultSchema}, nil)
 	if err != nil {
@@ -146,6 +152,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		}
 	}
 
+	b.layerCases(pool, concs[0])
+
 	fmt.Printf("\ncontainment, batches of 1000 random points (lng -180..180, lat -60..75), concurrency %d\n", batchConc)
 	fmt.Printf("%-44s %12s %8s\n", "path", "points/s", "p99 ms")
 	batches := randomBatches(64, 1000)
@@ -171,16 +179,21 @@ func errNote(r load.Result) string {
 // withinSQL runs the service's /within statement for the default page
 // (100 rows) and reads every column, as the service does.
 func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) load.Op {
+	return b.layerSQL(pool, "places", r)
+}
+
+// layerSQL is withinSQL on layer.
+func (b *bench) layerSQL(pool *pgxpool.Pool, layer string, r float64) load.Op {
 	return func(_, i int) error {
 		p := b.points[i%len(b.points)]
-		sql, args, _ := b.svc.WithinSQL(geofence.WithinQuery{Layer: "places", Lng: p[0], Lat: p[1], Radius: r, Limit: 100})
+		sql, args, _ := b.svc.WithinSQL(geofence.WithinQuery{Layer: layer, Lng: p[0], Lat: p[1], Radius: r, Limit: 100})
 		rows, err := pool.Query(context.Background(), sql, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id int64
+			var id string // the key, as text
 			var name string
 			var d float64
 			var props, geom []byte
@@ -193,13 +206,18 @@ func (b *bench) withinSQL(pool *pgxpool.Pool, r float64) load.Op {
 }
 
 func (b *bench) withinAPI(base string, r float64, c int) load.Op {
+	return b.layerAPI(base, "places", r, c)
+}
+
+// layerAPI is withinAPI on layer.
+func (b *bench) layerAPI(base, layer string, r float64, c int) load.Op {
 	client, err := load.NewClient(base, c)
 	if err != nil {
 		panic(err)
 	}
 	targets := make([]string, len(b.points))
 	for i, p := range b.points {
-		targets[i] = fmt.Sprintf("/within?lng=%s&lat=%s&radius=%s", num(p[0]), num(p[1]), num(r))
+		targets[i] = fmt.Sprintf("/within?lng=%s&lat=%s&radius=%s&layer=%s", num(p[0]), num(p[1]), num(r), layer)
 	}
 	return func(w, i int) error {
 		return ok(client.Get(w, targets[i%len(targets)], nil))
@@ -365,3 +383,95 @@ func envOr(k, def string) string {
 	}
 	return def
 }
+
+// benchLayers makes the bench database's extra layers once: the cities in
+// Web Mercator (a team's projected table), and a copy of places with the
+// geography index places had before /within used its geometry index.
+func benchLayers(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, `
+		CREATE TABLE IF NOT EXISTS public.bench_places_3857 AS
+		  SELECT id, name, properties, ST_Transform(geom, 3857)::geometry(Point, 3857) AS geom FROM public.places;
+		CREATE INDEX IF NOT EXISTS bench_places_3857_geom_idx ON public.bench_places_3857 USING gist (geom);
+		CREATE TABLE IF NOT EXISTS public.bench_places_geog AS SELECT id, name, properties, geom FROM public.places;
+		CREATE INDEX IF NOT EXISTS bench_places_geog_idx ON public.bench_places_geog USING gist ((geom::geography));
+		ANALYZE public.bench_places_3857; ANALYZE public.bench_places_geog`)
+	return err
+}
+
+// layerCases measures /within on the cities in Web Mercator through the
+// API next to its SQL, and /within on places through its geometry index
+// next to the former query through the geography index, at concurrency c.
+func (b *bench) layerCases(pool *pgxpool.Pool, c int) {
+	fmt.Printf("\n/within on other layers, concurrency %d\n", c)
+	for _, r := range []float64{1000, 20000} {
+		res := load.Medians(b.runs, c, b.dur, b.layerAPI(b.base, "bench_places_3857", r, c), b.layerSQL(pool, "bench_places_3857", r))
+		api, sql := res[0], res[1]
+		fmt.Printf("mercator %.0f m: API %.0f req/s p99 %.2f ms | SQL %.0f q/s p99 %.2f ms | range api %.0f-%.0f sql %.0f-%.0f%s\n",
+			r, api.Rate, api.P99, sql.Rate, sql.P99, api.Lo, api.Hi, sql.Lo, sql.Hi, errNote(api)+errNote(sql))
+		res = load.Medians(b.runs, c, b.dur, b.layerSQL(pool, "places", r), b.formerSQL(pool, r))
+		native, former := res[0], res[1]
+		fmt.Printf("geography %.0f m: native %.0f q/s p99 %.2f ms | former %.0f q/s p99 %.2f ms | range native %.0f-%.0f former %.0f-%.0f%s\n",
+			r, native.Rate, native.P99, former.Rate, former.P99, native.Lo, native.Hi, former.Lo, former.Hi, errNote(native)+errNote(former))
+	}
+}
+
+// formerSQL is the /within statement places was searched with before, on
+// its geography index (geom::geography), against bench_places_geog.
+func (b *bench) formerSQL(pool *pgxpool.Pool, r float64) load.Op {
+	return func(_, i int) error {
+		p := b.points[i%len(b.points)]
+		rows, err := pool.Query(context.Background(), formerWithinSQL, p[0], p[1], r, 101, nil, nil, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var name string
+			var d float64
+			var props, geom []byte
+			if err := rows.Scan(&id, &name, &d, &props, &geom); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+// formerWithinSQL is the /within statement of geogate before it searched
+// layers through their own geometry index: both steps through ST_DWithin
+// on geom::geography and its expression index.
+const formerWithinSQL = `
+WITH pt AS MATERIALIZED (
+  SELECT ST_SetSRID(ST_MakePoint($1::float8, $2::float8), 4326)::geography AS g
+),
+bound AS (
+  SELECT max(ST_Distance(c.geom::geography, (SELECT g FROM pt), true)) AS d
+  FROM (
+    SELECT l.geom FROM public.bench_places_geog l
+    WHERE ST_DWithin(l.geom::geography, (SELECT g FROM pt), $3::float8)
+      AND ($6::bigint IS NULL
+           OR (ST_Distance(l.geom::geography, (SELECT g FROM pt), true), l.id) > ($5::float8, $6::bigint))
+    ORDER BY l.geom::geography <-> (SELECT g FROM pt)
+    LIMIT $4::int
+  ) c
+)
+SELECT r.id, coalesce(r.name::text, ''), r.d,
+  CASE WHEN $7::text[] IS NULL THEN coalesce(r.properties, '{}'::jsonb)
+       ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
+             FROM jsonb_each(coalesce(r.properties, '{}'::jsonb)) e WHERE e.key = ANY($7::text[]))
+  END - '{name,distance_m}'::text[],
+  ST_AsGeoJSON(r.geom)
+FROM (
+  SELECT l.id, l.name, l.properties, l.geom,
+         ST_Distance(l.geom::geography, (SELECT g FROM pt), true) AS d
+  FROM public.bench_places_geog l
+  WHERE ST_DWithin(l.geom::geography, (SELECT g FROM pt),
+                   LEAST($3::float8, (SELECT d FROM bound) * (1 + 1e-9) + 1e-6))
+    AND ST_DWithin(l.geom::geography, (SELECT g FROM pt), $3::float8)
+    AND ($6::bigint IS NULL
+         OR (ST_Distance(l.geom::geography, (SELECT g FROM pt), true), l.id) > ($5::float8, $6::bigint))
+  ORDER BY d, l.id
+  LIMIT $4::int
+) r
+ORDER BY r.d, r.id`

@@ -114,6 +114,9 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	quiet := silent()
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if err := ensureMillion(ctx, pool); err != nil {
+		return err
+	}
 	cat, err := catalog.Open(hctx, pool, cfg.Catalog, quiet)
 	if err != nil {
 		return err
@@ -198,7 +201,70 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 				api.CPUNote("pg:bench", "bench"), raw.CPUNote("pg:bench", "bench"), cached.CPUNote("redis-server", "bench"))
 		}
 	}
+	return composite(ctx, pool, r, coldC, only, setSize, runs, conc, dur)
+}
+
+// composite measures cold composite tiles of places and geofences through
+// the handler next to the two layers' tile statements run one after the
+// other through pgx.
+func composite(ctx context.Context, pool *pgxpool.Pool, r *tiles.Renderer, coldC *load.Client, only string, setSize, runs, conc int, dur time.Duration) error {
+	places, err := r.Layer("places")
+	if err != nil {
+		return err
+	}
+	fences, err := r.Layer("geofences")
+	if err != nil {
+		return err
+	}
+	for _, z := range []int{4, 8, 12} {
+		if !chosen(only, "composite", z) {
+			continue
+		}
+		set, err := tileSet(ctx, pool, z, setSize)
+		if err != nil {
+			return err
+		}
+		res := load.Medians(runs, conc, dur, func(w, i int) error {
+			return fetch(coldC, w, path("places,geofences", set[i%len(set)]), nil)
+		}, func(_, i int) error {
+			for _, l := range []*tiles.Layer{places, fences} {
+				sql, args := r.SQL(l, set[i%len(set)])
+				var v *int64
+				var mvt []byte
+				if err := pool.QueryRow(ctx, sql, args...).Scan(&v, &mvt); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		api, raw := res[0], res[1]
+		fmt.Printf("composite places,geofences z%d | %.0f tiles/s p99 %.2f ms | SQL %.0f tiles/s p99 %.2f ms | %.0f%%%s\n",
+			z, api.Rate, api.P99, raw.Rate, raw.P99, 100*api.Rate/raw.Rate, errNote(api, raw))
+	}
 	return nil
+}
+
+// ensureMillion makes the bench database's layer of a million points once
+// (as the tests' user database has): a city each, moved at random within
+// about 50 km.
+func ensureMillion(ctx context.Context, pool *pgxpool.Pool) error {
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('public.million') IS NOT NULL").Scan(&exists); err != nil || exists {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "bench/tiles: making the million-point layer (once)")
+	_, err := pool.Exec(ctx, `
+		SELECT setseed(0.16);
+		CREATE TABLE public.million (id bigint PRIMARY KEY, value integer NOT NULL, geom geometry(Point, 4326) NOT NULL);
+		INSERT INTO public.million
+		SELECT g, (random() * 1000)::int,
+		       ST_SetSRID(ST_Point(greatest(-180, least(180, ST_X(p.geom) + (random() - 0.5))),
+		                           greatest(-85, least(85, ST_Y(p.geom) + (random() - 0.5)))), 4326)
+		FROM generate_series(1, 1000000) AS g
+		JOIN public.places p ON p.id = 1 + (g::bigint * 7919) % (SELECT count(*) FROM public.places);
+		CREATE INDEX million_geom_idx ON public.million USING gist (geom);
+		ANALYZE public.million`)
+	return err
 }
 
 // chosen reports whether the set of layer at zoom z is in the -sets list.
