@@ -106,3 +106,11 @@ layers:
 		})
 	}
 }
+
+// TestShippedLayerFile loads configs/layers.yaml, which must stay valid.
+func TestShippedLayerFile(t *testing.T) {
+	_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://u@localhost/db", "LAYERS_CONFIG": "../../configs/layers.yaml"}))
+	if err != nil {
+		t.Fatalf("configs/layers.yaml: %v", err)
+	}
+}
