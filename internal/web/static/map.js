@@ -51,6 +51,16 @@
     },
     point: function (id) {
       return [{ id: id + '-points', type: 'circle', paint: { 'circle-radius': 3, 'circle-color': '#c0392b', 'circle-stroke-color': '#fff', 'circle-stroke-width': 1 } }];
+    },
+    // A column that does not say its type may hold any: each style draws
+    // the features of its own kind.
+    geometry: function (id) {
+      var only = function (type, layers) {
+        return layers.map(function (l) { l.filter = ['==', '$type', type]; return l; });
+      };
+      return only('Polygon', styles.polygon(id + '-p'))
+        .concat(only('LineString', styles.line(id + '-l')))
+        .concat(only('Point', styles.point(id)));
     }
   };
 
