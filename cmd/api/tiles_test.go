@@ -32,11 +32,12 @@ func TestTilesEndToEnd(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || len(list.Layers) != 2 || list.Layers[0].Name != "places" {
-		t.Fatalf("GET /tiles = %d %+v (%v), want places and geofences", resp.StatusCode, list, err)
+	// Layers come in name order, as GET /layers lists them.
+	if err != nil || resp.StatusCode != 200 || len(list.Layers) != 2 || list.Layers[0].Name != "geofences" || list.Layers[1].Name != "places" {
+		t.Fatalf("GET /tiles = %d %+v (%v), want geofences and places", resp.StatusCode, list, err)
 	}
-	if !strings.HasSuffix(list.Layers[0].TileJSON, "/tiles/places.json") {
-		t.Errorf("tilejson URL = %q", list.Layers[0].TileJSON)
+	if !strings.HasSuffix(list.Layers[1].TileJSON, "/tiles/places.json") {
+		t.Errorf("tilejson URL = %q", list.Layers[1].TileJSON)
 	}
 
 	tests := []struct {

@@ -46,7 +46,7 @@ func layerShape(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) []string
 func tileVersion(t *testing.T, pool *pgxpool.Pool, layer importer.Layer) int64 {
 	t.Helper()
 	var v int64
-	if err := pool.QueryRow(context.Background(), "SELECT version FROM tile_versions WHERE tbl = $1", string(layer)).Scan(&v); err != nil {
+	if err := pool.QueryRow(context.Background(), "SELECT version FROM tile_versions WHERE tbl = 'public.' || $1", string(layer)).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	return v

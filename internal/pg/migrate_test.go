@@ -116,7 +116,7 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 	}
 	// Plain SQL from a session that knows nothing of geogate's schema.
 	var before5 int64
-	if err := plain.QueryRow(ctx, `SELECT version FROM geogate.tile_versions WHERE tbl = 'places'`).Scan(&before5); err != nil {
+	if err := plain.QueryRow(ctx, `SELECT version FROM geogate.tile_versions WHERE tbl = 'public.places'`).Scan(&before5); err != nil {
 		t.Fatal(err)
 	}
 	err = pgx.BeginFunc(ctx, plain, func(tx pgx.Tx) error {
@@ -131,7 +131,7 @@ func TestMigrateFromBeforeGeogatesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after5, parts int64
-	err = plain.QueryRow(ctx, `SELECT (SELECT version FROM geogate.tile_versions WHERE tbl = 'places'),
+	err = plain.QueryRow(ctx, `SELECT (SELECT version FROM geogate.tile_versions WHERE tbl = 'public.places'),
 		(SELECT count(*) FROM geogate.geofence_parts)`).Scan(&after5, &parts)
 	if err != nil || after5 != before5+1 || parts != 2 {
 		t.Errorf("after plain inserts: places version %d (%v), parts %d; want %d and 2", after5, err, parts, before5+1)
