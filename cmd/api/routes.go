@@ -73,17 +73,27 @@ func spendOn(def, policy string, cost func(*gin.Context) int) limit {
 	return limit{policies: []string{policy}, cost: cost, layer: def}
 }
 
+// fromPath, as a limit's layer, says the layer is the route's
+// collectionId path parameter.
+const fromPath = ":collectionId"
+
+// spendOnCollection is spend for an OGC API route of one collection.
+func spendOnCollection(policy string, cost func(*gin.Context) int) limit {
+	return limit{policies: []string{policy}, cost: cost, layer: fromPath}
+}
+
 // routes lists every route of the service.
 func routes(s *services) []route {
-	geo, t, docs := s.geofence, s.tiles, s.docs
+	geo, t, docs, f := s.geofence, s.tiles, s.docs, s.features
 	return []route{
 		{"GET", "/healthz", public, free, s.health.Live},
 		{"GET", "/readyz", public, free, s.health.Ready},
 		{"GET", "/metrics", public, free, s.metrics()},
 
-		{"GET", "/", anyone, free, web.Map},
+		{"GET", "/", anyone, spend(policyFeatures, nil), f.Landing(web.Map)},
 		{"GET", "/static/*filepath", anyone, free, web.Static},
 		{"GET", "/openapi.json", anyone, free, docs.Spec},
+		{"GET", "/api", anyone, free, docs.ServiceDesc},
 		{"GET", "/docs", anyone, free, docs.SwaggerUI},
 		{"GET", "/redoc", anyone, free, docs.Redoc},
 		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
@@ -100,6 +110,14 @@ func routes(s *services) []route {
 		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Get},
 		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Update},
 		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Delete},
+
+		{"GET", "/conformance", anyone, spend(policyFeatures, nil), f.Conformance},
+		{"GET", "/collections", anyone, spend(policyFeatures, nil), f.Collections},
+		{"GET", "/collections/:collectionId", anyone, spendOnCollection(policyFeatures, nil), f.Collection},
+		{"GET", "/collections/:collectionId/queryables", anyone, spendOnCollection(policyFeatures, nil), f.Queryables},
+		{"GET", "/collections/:collectionId/schema", anyone, spendOnCollection(policyFeatures, nil), f.Schema},
+		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, spendOnCollection(policyFeatures, f.PageCost), f.Items},
+		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, spendOnCollection(policyFeatures, nil), f.Item},
 
 		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json

@@ -14,6 +14,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
@@ -30,6 +31,7 @@ const (
 	policyGeofence    = "geofence"     // /within and every geofence route
 	policyTiles       = "tiles"        // a tile that has to be rendered
 	policyTilesCached = "tiles-cached" // a tile served from the cache
+	policyFeatures    = "features"     // every OGC API – Features route
 )
 
 // services are what the routes are served by, each built once.
@@ -43,6 +45,7 @@ type services struct {
 	docs     *openapi.Docs
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
+	features *features.Service
 }
 
 // newServices builds every capability from the configuration and the
@@ -80,7 +83,9 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
 	}, d.draining.Load)
-	if s.docs, err = openapi.New(cfg.Geofence.Rules.Limits); err != nil {
+	limits := cfg.Geofence.Rules.Limits
+	limits.FeaturesDefaultLimit, limits.FeaturesMaxLimit = cfg.Features.DefaultLimit, cfg.Features.MaxLimit
+	if s.docs, err = openapi.New(limits); err != nil {
 		return nil, err
 	}
 	// Only renders (cache misses) spend the tiles budget; cached tiles
@@ -105,6 +110,8 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}
 	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
+	s.features = features.New(pg.Runner{Pool: d.db, Timeouts: cfg.Features.Timeouts}, s.catalog, cfg.Features,
+		features.Access{Check: s.access.Check, Scope: spatialScope})
 	return s, nil
 }
 
@@ -159,7 +166,10 @@ func (s *services) readable(ctx context.Context, id string) bool {
 func (s *services) layerLimit(policy, def string, cost func(*gin.Context) int) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		layer := c.Query("layer")
-		if layer == "" {
+		switch {
+		case def == fromPath:
+			layer = c.Param("collectionId")
+		case layer == "":
 			layer = def
 		}
 		if err := s.access.Check(c.Request.Context(), layer); err != nil {

@@ -23,6 +23,9 @@ const (
 	RateLimited
 	Unavailable
 	Timeout
+	// BadRequest is a request the standard a route follows answers with
+	// 400 rather than 422 (OGC API's query parameters and filters).
+	BadRequest
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

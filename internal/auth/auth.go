@@ -21,14 +21,15 @@ const (
 	ScopeGeofencesRead  = "geofences:read"  // reading geofences and containment
 	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
 	ScopeTilesRead      = "tiles:read"      // vector tiles
+	ScopeFeaturesRead   = "features:read"   // OGC API feature pages
 )
 
 // AllScopes lists every scope geogate knows, in a stable order.
-var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead}
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead}
 
 // ReadScopes are the scopes that only read; anonymous callers get them by
 // default in development.
-var ReadScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeTilesRead}
+var ReadScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeTilesRead, ScopeFeaturesRead}
 
 // Identity kinds.
 const (

@@ -17,6 +17,7 @@ import (
 	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
@@ -34,6 +35,7 @@ type Config struct {
 	RateLimit map[string]ratelimit.Policy
 	Geofence  geofence.Settings
 	Tiles     tiles.Settings
+	Features  features.Settings
 	// Catalog says which tables and views are published.
 	Catalog catalog.Settings
 	// Access holds who may read each layer and what it costs.
@@ -176,6 +178,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.Access = access.Settings{Layers: layers.access}
 	c.Geofence = loadGeofence(r, c.DB)
 	c.Tiles = loadTiles(r, c.Redis, c.DB, layers.tiles)
+	c.Features = loadFeatures(r, c.DB, c.Tiles.PublicURL)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))

@@ -44,6 +44,7 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.RateLimited:     http.StatusTooManyRequests,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
 	apperr.Timeout:         http.StatusGatewayTimeout,
+	apperr.BadRequest:      http.StatusBadRequest,
 }
 
 // Status returns the HTTP status for err and the detail safe to show.

@@ -28,7 +28,7 @@ const PageContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-
 
 // Docs serves the API description and the interactive documentation.
 type Docs struct {
-	spec         *asset
+	spec, desc   *asset
 	swagger, doc *asset
 }
 
@@ -39,11 +39,19 @@ func New(l Limits) (*Docs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Docs{spec: newAsset(doc, "application/json"), swagger: page("assets/docs.html"), doc: page("assets/redoc.html")}, nil
+	return &Docs{spec: newAsset(doc, "application/json"), desc: newAsset(doc, ServiceDescType), swagger: page("assets/docs.html"), doc: page("assets/redoc.html")}, nil
 }
 
 // Spec serves the document as JSON (/openapi.json).
 func (d *Docs) Spec(c *gin.Context) { d.spec.serve(c, "no-cache") }
+
+// ServiceDescType is the media type OpenAPI registers for its JSON
+// documents, which OGC API clients look for on /api.
+const ServiceDescType = "application/vnd.oai.openapi+json;version=3.1"
+
+// ServiceDesc serves the document as OGC API's service description (/api),
+// under OpenAPI's own media type.
+func (d *Docs) ServiceDesc(c *gin.Context) { d.desc.serve(c, "no-cache") }
 
 // SwaggerUI serves the interactive documentation (/docs).
 func (d *Docs) SwaggerUI(c *gin.Context) { servePage(c, d.swagger) }

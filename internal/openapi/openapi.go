@@ -34,6 +34,9 @@ type Limits struct {
 	DefaultLimit   int     // GEOFENCE_DEFAULT_LIMIT
 	MaxLimit       int     // GEOFENCE_MAX_LIMIT
 	MaxBatchPoints int     // GEOFENCE_MAX_BATCH_POINTS
+	// FeaturesDefaultLimit and FeaturesMaxLimit bound an OGC API items
+	// page (FEATURES_DEFAULT_LIMIT, FEATURES_MAX_LIMIT).
+	FeaturesDefaultLimit, FeaturesMaxLimit int
 }
 
 // patches returns where each limit goes in the document.
@@ -51,6 +54,8 @@ func (l Limits) patches() []patch {
 	add(radius, l.MaxRadius > 0, "components", "parameters", "Radius", "schema", "maximum")
 	add(l.DefaultLimit, l.DefaultLimit > 0, "components", "parameters", "Limit", "schema", "default")
 	add(l.MaxLimit, l.MaxLimit > 0, "components", "parameters", "Limit", "schema", "maximum")
+	add(l.FeaturesDefaultLimit, l.FeaturesDefaultLimit > 0, "components", "parameters", "FeaturesLimit", "schema", "default")
+	add(l.FeaturesMaxLimit, l.FeaturesMaxLimit > 0, "components", "parameters", "FeaturesLimit", "schema", "maximum")
 	add(l.MaxBatchPoints, l.MaxBatchPoints > 0, "components", "schemas", "ContainsBatch", "properties", "points", "maxItems")
 	return ps
 }

@@ -138,6 +138,7 @@ func DefaultPolicies() map[string]Policy {
 		"geofence":     NewPolicy("geofence", Window{10, time.Second}),
 		"tiles":        NewPolicy("tiles", Window{100, time.Second}),
 		"tiles-cached": cached,
+		"features":     NewPolicy("features", Window{100, time.Second}),
 	}
 }
 

@@ -270,3 +270,10 @@ func (s *Scope) Hash() string {
 	}
 	return s.hash
 }
+
+// Bounds is the box around the scope, west, south, east, north; a box
+// crossing the antimeridian is bounded by the whole width.
+func (s *Scope) Bounds() [4]float64 {
+	b := s.mp.Bounds()
+	return [4]float64{b.Min(0), b.Min(1), b.Max(0), b.Max(1)}
+}

@@ -115,49 +115,6 @@ func tilesURL(base, name string) string {
 	return base + "/tiles/" + name + "/{z}/{x}/{y}.mvt"
 }
 
-// baseURL is the scheme and host clients reach this service at: the
-// configured public URL, else the request's, where X-Forwarded-Proto and
-// X-Forwarded-Host count only when the peer is a trusted proxy.
-func (h *Handler) baseURL(c *gin.Context) string {
-	if h.s.PublicURL != "" {
-		return h.s.PublicURL
-	}
-	scheme, host := "http", c.Request.Host
-	if c.Request.TLS != nil {
-		scheme = "https"
-	}
-	if httpx.ClientOf(c.Request).ViaProxy {
-		if p := firstValue(c.GetHeader("X-Forwarded-Proto")); p == "http" || p == "https" {
-			scheme = p
-		}
-		if fh := firstValue(c.GetHeader("X-Forwarded-Host")); validHost(fh) {
-			host = fh
-		}
-	}
-	if !validHost(host) {
-		host = "localhost"
-	}
-	return scheme + "://" + host
-}
-
-func firstValue(h string) string {
-	v, _, _ := strings.Cut(h, ",")
-	return strings.ToLower(strings.TrimSpace(v))
-}
-
-// validHost accepts a host name or address with an optional port and
-// nothing else, so that a header cannot inject a path or a scheme.
-func validHost(h string) bool {
-	if h == "" || len(h) > 255 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		ch := h[i]
-		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
-			ch == '.' || ch == '-' || ch == ':' || ch == '[' || ch == ']'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+// baseURL is the scheme and host clients reach this service at (see
+// httpx.BaseURL).
+func (h *Handler) baseURL(c *gin.Context) string { return httpx.BaseURL(c.Request, h.s.PublicURL) }

@@ -89,12 +89,12 @@ type Exchange struct {
 	Body        []byte
 }
 
-// undocumented are the routes of the documentation UI and of the map page
-// (internal/web), which, as in FastAPI, are not part of the API
-// description.
+// undocumented are the routes of the documentation UI and of the map
+// page's files (internal/web), which, as in FastAPI, are not part of the
+// API description. The landing page / is: OGC API clients start there.
 func undocumented(path string) bool {
 	return path == "/docs" || path == "/redoc" || strings.HasPrefix(path, "/docs/assets/") ||
-		path == "/" || strings.HasPrefix(path, "/static/")
+		strings.HasPrefix(path, "/static/")
 }
 
 // Check returns what in x contradicts the document; nil when nothing does.

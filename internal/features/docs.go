@@ -1,0 +1,189 @@
+package features
+
+import (
+	"context"
+	"strings"
+
+	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/openapi"
+)
+
+// Link is an OGC API link.
+type Link struct {
+	Href      string `json:"href"`
+	Rel       string `json:"rel"`
+	Type      string `json:"type,omitempty"`
+	Title     string `json:"title,omitempty"`
+	Templated bool   `json:"templated,omitempty"`
+}
+
+// Media types as OGC API – Features names them.
+const (
+	typeJSON    = "application/json"
+	typeGeoJSON = "application/geo+json"
+	typeSchema  = "application/schema+json"
+	typeHTML    = "text/html"
+	// TypeOpenAPI is the media type of the API description.
+	TypeOpenAPI = openapi.ServiceDescType
+)
+
+// The conformance classes this package implements.
+var conformance = []string{
+	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
+	"http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs",
+	"http://www.opengis.net/spec/ogcapi-features-5/1.0/conf/schemas",
+}
+
+type landing struct {
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	Links       []Link `json:"links"`
+}
+
+func (s *Service) landing(base string) landing {
+	return landing{Title: s.s.Title, Description: s.s.Description, Links: []Link{
+		{Href: base + "/?f=json", Rel: "self", Type: typeJSON, Title: "This document"},
+		{Href: base + "/?f=html", Rel: "alternate", Type: typeHTML, Title: "The map"},
+		{Href: base + "/api", Rel: "service-desc", Type: TypeOpenAPI, Title: "The API description"},
+		{Href: base + "/docs", Rel: "service-doc", Type: typeHTML, Title: "The API documentation"},
+		{Href: base + "/conformance", Rel: "conformance", Type: typeJSON, Title: "Conformance classes"},
+		{Href: base + "/collections", Rel: "data", Type: typeJSON, Title: "Collections"},
+	}}
+}
+
+type collection struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Links       []Link   `json:"links"`
+	Extent      extent   `json:"extent"`
+	ItemType    string   `json:"itemType"`
+	CRS         []string `json:"crs"`
+	StorageCRS  string   `json:"storageCrs"`
+}
+
+type extent struct {
+	Spatial spatialExtent `json:"spatial"`
+}
+
+type spatialExtent struct {
+	BBox [][4]float64 `json:"bbox"`
+	CRS  string       `json:"crs"`
+}
+
+// collectionDoc describes layer l to the caller of ctx, its extent cut to
+// the caller's scope.
+func (s *Service) collectionDoc(ctx context.Context, base string, l *catalog.Layer) collection {
+	href := base + "/collections/" + l.ID
+	links := []Link{
+		{Href: href, Rel: "self", Type: typeJSON, Title: "This collection"},
+		{Href: href + "/items", Rel: "items", Type: typeGeoJSON, Title: "Its features"},
+		{Href: href + "/queryables", Rel: "http://www.opengis.net/def/rel/ogc/1.0/queryables", Type: typeSchema, Title: "What a filter may name"},
+		{Href: href + "/schema", Rel: "http://www.opengis.net/def/rel/ogc/1.0/schema", Type: typeSchema, Title: "Its properties"},
+	}
+	if s.s.Tiles {
+		links = append(links, Link{Href: href + "/tiles", Rel: "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector", Type: typeJSON, Title: "Its vector tiles"})
+	}
+	title := l.Table
+	if l.Column != "" && len(l.OtherGeometries) > 0 {
+		title += " (" + l.Column + ")"
+	}
+	return collection{
+		ID: l.ID, Title: title, Description: l.Schema + "." + l.Table + "." + l.Column + ", " + l.GeometryType,
+		Links: links, ItemType: "feature", CRS: crsURIs(l.SRID), StorageCRS: storageCRS(l.SRID).URI,
+		Extent: extent{Spatial: spatialExtent{BBox: [][4]float64{s.bounds(ctx, l)}, CRS: crs84URI}},
+	}
+}
+
+// bounds is l's extent as the caller of ctx may see it: the planner's
+// estimate (the whole world without one) cut to the caller's scope.
+func (s *Service) bounds(ctx context.Context, l *catalog.Layer) [4]float64 {
+	b := [4]float64{-180, -90, 180, 90}
+	if l.Bounds != nil {
+		b = [4]float64{l.Bounds.West, l.Bounds.South, l.Bounds.East, l.Bounds.North}
+	}
+	if sc := s.scope(ctx); sc != nil {
+		c := sc.Bounds()
+		b = [4]float64{max(b[0], c[0]), max(b[1], c[1]), min(b[2], c[2]), min(b[3], c[3])}
+		if b[0] > b[2] || b[1] > b[3] { // nothing of the layer in the scope
+			b = c
+		}
+	}
+	return b
+}
+
+// collections lists the layers the caller of ctx may read.
+func (s *Service) collections(ctx context.Context, base string) []collection {
+	out := []collection{}
+	for _, l := range s.cat.Layers() {
+		if s.access(ctx, l.ID) == nil {
+			out = append(out, s.collectionDoc(ctx, base, l))
+		}
+	}
+	return out
+}
+
+// jsonSchema is a queryables or schema document.
+type jsonSchema struct {
+	Schema     string                    `json:"$schema"`
+	ID         string                    `json:"$id"`
+	Type       string                    `json:"type"`
+	Title      string                    `json:"title"`
+	Properties map[string]map[string]any `json:"properties"`
+	Additional bool                      `json:"additionalProperties"`
+}
+
+// geometryFormat is the JSON Schema format OGC API gives a geometry type.
+func geometryFormat(t string) string {
+	switch t {
+	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
+		return "geometry-" + strings.ToLower(t)
+	}
+	return "geometry-any"
+}
+
+// queryablesDoc lists what filters and sortby may name.
+func (s *Service) queryablesDoc(base string, l *layerSQL) jsonSchema {
+	d := s.schemaHead(base+"/collections/"+l.l.ID+"/queryables", l)
+	for _, q := range l.queryables {
+		d.Properties[q.Name] = typed(q.Name, q.Type, q.Format)
+	}
+	return d
+}
+
+// schemaDoc lists every property a feature carries.
+func (s *Service) schemaDoc(base string, l *layerSQL) jsonSchema {
+	d := s.schemaHead(base+"/collections/"+l.l.ID+"/schema", l)
+	if l.own {
+		for _, q := range l.queryables {
+			d.Properties[q.Name] = typed(q.Name, q.Type, q.Format)
+		}
+		d.Additional = true // the stored properties are free-form
+	} else {
+		for _, p := range l.l.Properties {
+			d.Properties[p.Name] = typed(p.Name, p.Type, p.Format)
+		}
+	}
+	if !l.l.Key.FromRow() && !l.own {
+		d.Properties[l.l.Key.Column]["x-ogc-role"] = "id"
+	}
+	return d
+}
+
+func (s *Service) schemaHead(id string, l *layerSQL) jsonSchema {
+	geom := map[string]any{"format": geometryFormat(l.l.GeometryType), "x-ogc-role": "primary-geometry"}
+	return jsonSchema{
+		Schema: "https://json-schema.org/draft/2020-12/schema", ID: id, Type: "object", Title: l.l.ID,
+		Properties: map[string]map[string]any{"geometry": geom},
+	}
+}
+
+func typed(name, typ, format string) map[string]any {
+	m := map[string]any{"title": name, "type": typ}
+	if format != "" {
+		m["format"] = format
+	}
+	return m
+}

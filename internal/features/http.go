@@ -1,0 +1,226 @@
+package features
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/httpx"
+)
+
+func (s *Service) base(c *gin.Context) string { return httpx.BaseURL(c.Request, s.s.PublicURL) }
+
+// Landing serves / : the landing document to a client asking for JSON,
+// html (the map page) to a browser.
+func (s *Service) Landing(html gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if wantsHTML(c.Request) {
+			html(c)
+			return
+		}
+		if err := checkFormat(c.Request.URL.Query()); err != nil && c.Query("f") != "html" {
+			httpx.Abort(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, s.landing(s.base(c)))
+	}
+}
+
+// wantsHTML says a request is a browser's: f=html, or no f and an Accept
+// header naming text/html.
+func wantsHTML(r *http.Request) bool {
+	switch r.URL.Query().Get("f") {
+	case "html":
+		return true
+	case "":
+		return strings.Contains(r.Header.Get("Accept"), typeHTML)
+	}
+	return false
+}
+
+// Conformance serves /conformance.
+func (s *Service) Conformance(c *gin.Context) {
+	if err := checkFormat(c.Request.URL.Query()); err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	classes := append(append([]string{}, conformance...), s.filterConformance()...)
+	classes = append(classes, s.s.Conformance...)
+	c.JSON(http.StatusOK, gin.H{"conformsTo": classes})
+}
+
+// Collections serves /collections: every layer the caller may read.
+func (s *Service) Collections(c *gin.Context) {
+	if err := checkFormat(c.Request.URL.Query()); err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	base := s.base(c)
+	c.JSON(http.StatusOK, gin.H{
+		"links": []Link{{Href: base + "/collections", Rel: "self", Type: typeJSON}},
+		"collections": s.collections(c.Request.Context(), base),
+	})
+}
+
+// Collection serves /collections/{collectionId}.
+func (s *Service) Collection(c *gin.Context) {
+	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	if err == nil {
+		err = checkFormat(c.Request.URL.Query())
+	}
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.collectionDoc(c.Request.Context(), s.base(c), l.l))
+}
+
+// Queryables serves /collections/{collectionId}/queryables.
+func (s *Service) Queryables(c *gin.Context) {
+	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	writeJSON(c, typeSchema, s.queryablesDoc(s.base(c), l))
+}
+
+// Schema serves /collections/{collectionId}/schema.
+func (s *Service) Schema(c *gin.Context) {
+	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	writeJSON(c, typeSchema, s.schemaDoc(s.base(c), l))
+}
+
+func writeJSON(c *gin.Context, typ string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.Data(http.StatusOK, typ, b)
+}
+
+// Items serves /collections/{collectionId}/items as a GeoJSON
+// FeatureCollection with OGC API's counts and links.
+func (s *Service) Items(c *gin.Context) {
+	v := c.Request.URL.Query()
+	id := c.Param("collectionId")
+	p, err := s.items(c.Request.Context(), id, v)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	base := s.base(c)
+	href := base + "/collections/" + id + "/items"
+	links := []Link{
+		{Href: withQuery(href, v, ""), Rel: "self", Type: typeGeoJSON, Title: "This page"},
+		{Href: base + "/collections/" + id, Rel: "collection", Type: typeJSON, Title: "The collection"},
+	}
+	if p.Cursor != "" {
+		links = append(links, Link{Href: withQuery(href, v, p.Cursor), Rel: "next", Type: typeGeoJSON, Title: "The next page"})
+	}
+	var b bytes.Buffer
+	b.Grow(256 + 200*len(p.Features))
+	b.WriteString(`{"type":"FeatureCollection","features":[`)
+	for i, f := range p.Features {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeFeature(&b, f)
+	}
+	b.WriteString(`],"numberMatched":`)
+	b.WriteString(strconv.FormatInt(p.Matched, 10))
+	b.WriteString(`,"numberReturned":`)
+	b.WriteString(strconv.Itoa(len(p.Features)))
+	b.WriteString(`,"timeStamp":"`)
+	b.WriteString(time.Now().UTC().Format(time.RFC3339))
+	b.WriteString(`","links":`)
+	lj, _ := json.Marshal(links)
+	b.Write(lj)
+	b.WriteByte('}')
+	c.Header("Content-Crs", contentCRS(p.CRS))
+	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
+}
+
+// withQuery is href with v's parameters, cursor replaced.
+func withQuery(href string, v url.Values, cursor string) string {
+	q := url.Values{}
+	for k, vals := range v {
+		if k != "cursor" {
+			q[k] = vals
+		}
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if len(q) == 0 {
+		return href
+	}
+	return href + "?" + q.Encode()
+}
+
+func writeFeature(b *bytes.Buffer, f Feature) {
+	b.WriteString(`{"type":"Feature","id":`)
+	b.Write(f.ID)
+	b.WriteString(`,"geometry":`)
+	if len(f.Geometry) == 0 {
+		b.WriteString("null")
+	} else {
+		b.Write(f.Geometry)
+	}
+	b.WriteString(`,"properties":`)
+	b.Write(f.Properties)
+	b.WriteByte('}')
+}
+
+// Item serves /collections/{collectionId}/items/{featureId}, with an ETag
+// of its content so that clients can revalidate it.
+func (s *Service) Item(c *gin.Context) {
+	id, fid := c.Param("collectionId"), c.Param("featureId")
+	f, crs, err := s.item(c.Request.Context(), id, fid, c.Request.URL.Query())
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	var b bytes.Buffer
+	writeFeature(&b, f)
+	body := b.Bytes()
+	base := s.base(c)
+	links, _ := json.Marshal([]Link{
+		{Href: base + "/collections/" + id + "/items/" + url.PathEscape(fid), Rel: "self", Type: typeGeoJSON},
+		{Href: base + "/collections/" + id, Rel: "collection", Type: typeJSON},
+	})
+	body = append(append(append(body[:len(body)-1], `,"links":`...), links...), '}')
+	sum := sha256.Sum256(append([]byte(crs.URI+"\x00"), body...))
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	c.Header("ETag", etag)
+	c.Header("Content-Crs", contentCRS(crs))
+	if inm := c.GetHeader("If-None-Match"); inm != "" && (inm == etag || inm == "*" || strings.Contains(inm, etag)) {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, typeGeoJSON, body)
+}
+
+// PageCost is what an items request costs its caller's features budget:
+// one per 100 features it may return (its limit), so that a bulk download
+// pays for what it takes.
+func (s *Service) PageCost(c *gin.Context) int {
+	n, err := parseLimit(c.Query("limit"), s.s.DefaultLimit, s.s.MaxLimit)
+	if err != nil {
+		return 1 // the handler refuses it
+	}
+	return (n + 99) / 100
+}

@@ -1,0 +1,261 @@
+package features
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// Feature is one feature as GeoJSON parts: its id, properties and
+// geometry are JSON already.
+type Feature struct {
+	ID, Properties, Geometry []byte
+}
+
+// Page is one page of items.
+type Page struct {
+	Features []Feature
+	// Matched is how many features the query matched when its first page
+	// was read.
+	Matched int64
+	// Cursor resumes after this page; "" on the last.
+	Cursor string
+	CRS    CRS
+}
+
+// Items reads one page of collection id's features as the query
+// parameters v ask.
+func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, error) {
+	l, err := s.layer(ctx, id)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := checkParams(v, itemsParams); err != nil {
+		return Page{}, err
+	}
+	q, binding, err := s.itemsQuery(ctx, l, v)
+	if err != nil {
+		return Page{}, err
+	}
+	var resumed *page
+	if c := v.Get("cursor"); c != "" {
+		p, err := s.cursors.decode(binding, c)
+		if err != nil || len(p.Sort) != len(q.sort) {
+			return Page{}, errBadCursor
+		}
+		q.after, resumed = &position{sort: p.Sort, key: p.Key}, &p
+	}
+	out := Page{Features: []Feature{}, CRS: q.crs}
+	var last position
+	err = s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		sql, args := l.pageSQL(q, s.s.Own)
+		b := &pgx.Batch{}
+		b.Queue(sql, args...)
+		if resumed == nil {
+			csql, cargs := l.countSQL(q, s.s.Own)
+			b.Queue(csql, cargs...)
+		}
+		res := conn.SendBatch(ctx, b)
+		defer res.Close()
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		last, err = scanPage(rows, l, q, &out)
+		if err != nil {
+			return err
+		}
+		if resumed != nil {
+			out.Matched = resumed.Matched
+			return nil
+		}
+		return res.QueryRow().Scan(&out.Matched)
+	})
+	if err != nil {
+		return Page{}, badValue(err)
+	}
+	if len(out.Features) > q.limit {
+		out.Features = out.Features[:q.limit]
+		out.Cursor = s.cursors.encode(binding, page{Sort: last.sort, Key: last.key, Matched: out.Matched})
+	}
+	return out, nil
+}
+
+// scanPage reads a page's rows into out and returns the position of the
+// last feature of the page proper (the row before the extra one).
+func scanPage(rows pgx.Rows, l *layerSQL, q *query, out *Page) (position, error) {
+	defer rows.Close()
+	var last position
+	dest := make([]any, 3+len(q.sort))
+	var key string
+	var props, geom []byte
+	sorts := make([]*string, len(q.sort))
+	dest[0], dest[1], dest[2] = &key, &props, &geom
+	for i := range sorts {
+		dest[3+i] = &sorts[i]
+	}
+	for rows.Next() {
+		geom = nil
+		if err := rows.Scan(dest...); err != nil {
+			return last, err
+		}
+		if len(out.Features) < q.limit {
+			out.Features = append(out.Features, Feature{ID: l.keyJSON(key), Properties: props, Geometry: geom})
+			last = position{sort: append([]*string(nil), sorts...), key: key}
+		} else {
+			out.Features = append(out.Features, Feature{}) // says there is more
+		}
+	}
+	return last, rows.Err()
+}
+
+// itemsQuery checks v against layer l and returns the query, and the
+// string its cursors are bound to: everything that decides which features
+// match and in which order.
+func (s *Service) itemsQuery(ctx context.Context, l *layerSQL, v url.Values) (*query, string, error) {
+	if err := checkFormat(v); err != nil {
+		return nil, "", err
+	}
+	q := &query{scope: s.scope(ctx)}
+	var err error
+	if q.crs, err = optionalCRS(v, "crs", l.l.SRID); err != nil {
+		return nil, "", err
+	}
+	if q.limit, err = parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit); err != nil {
+		return nil, "", err
+	}
+	if b := v.Get("bbox"); b != "" {
+		bc, err := optionalCRS(v, "bbox-crs", l.l.SRID)
+		if err != nil {
+			return nil, "", err
+		}
+		if q.bbox, err = parseBBox(b, bc); err != nil {
+			return nil, "", err
+		}
+	} else if v.Has("bbox-crs") {
+		if _, err := optionalCRS(v, "bbox-crs", l.l.SRID); err != nil {
+			return nil, "", err
+		}
+	}
+	if d := v.Get("datetime"); d != "" {
+		if l.timeCol == nil {
+			return nil, "", bad("datetime: collection %s has no date or time property to filter on.", l.l.ID)
+		}
+		if q.datetime, err = parseDatetime(d); err != nil {
+			return nil, "", err
+		}
+	}
+	if v.Has("properties") {
+		if q.props, err = parseProperties(v.Get("properties"), l.propertyNames(), l.l.ID); err != nil {
+			return nil, "", err
+		}
+	}
+	if sb := v.Get("sortby"); sb != "" {
+		if q.sort, err = l.parseSortby(sb); err != nil {
+			return nil, "", err
+		}
+	}
+	if q.filter, err = s.parseFilter(l, v); err != nil {
+		return nil, "", err
+	}
+	binding := strings.Join([]string{l.l.ID, v.Get("bbox"), v.Get("bbox-crs"), v.Get("datetime"),
+		v.Get("filter"), v.Get("filter-lang"), v.Get("filter-crs"), v.Get("sortby")}, "\x00")
+	if q.scope != nil {
+		binding += "\x00" + q.scope.Hash()
+	}
+	return q, binding, nil
+}
+
+func optionalCRS(v url.Values, param string, storage int) (CRS, error) {
+	if !v.Has(param) {
+		return CRS84, nil
+	}
+	return parseCRS(param, v.Get(param), storage)
+}
+
+// Item reads one feature of collection id; a feature outside the caller's
+// scope is as unknown as one that does not exist.
+func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) (Feature, CRS, error) {
+	l, err := s.layer(ctx, id)
+	if err != nil {
+		return Feature{}, CRS{}, err
+	}
+	if err := checkParams(v, itemParams); err != nil {
+		return Feature{}, CRS{}, err
+	}
+	if err := checkFormat(v); err != nil {
+		return Feature{}, CRS{}, err
+	}
+	q := &query{scope: s.scope(ctx), limit: 1, id: &featureID}
+	if q.crs, err = optionalCRS(v, "crs", l.l.SRID); err != nil {
+		return Feature{}, CRS{}, err
+	}
+	if v.Has("properties") {
+		if q.props, err = parseProperties(v.Get("properties"), l.propertyNames(), l.l.ID); err != nil {
+			return Feature{}, CRS{}, err
+		}
+	}
+	if !l.validKey(featureID) {
+		return Feature{}, CRS{}, errNoFeature
+	}
+	var out Page
+	err = s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		sql, args := l.pageSQL(q, s.s.Own)
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		_, err = scanPage(rows, l, q, &out)
+		return err
+	})
+	if err := badValue(err); err != nil {
+		return Feature{}, CRS{}, err
+	}
+	if len(out.Features) == 0 {
+		return Feature{}, CRS{}, errNoFeature
+	}
+	return out.Features[0], q.crs, nil
+}
+
+var errNoFeature = apperr.New(apperr.NotFound, "No such feature in this collection.")
+
+// validKey says whether s can be a feature id of the layer: an integer
+// key takes only integers, so that the database never sees a value its
+// cast refuses.
+func (l *layerSQL) validKey(s string) bool {
+	if l.l.Key.Type == "integer" {
+		_, err := strconv.ParseInt(s, 10, 64)
+		return err == nil
+	}
+	return len(s) <= maxCursor
+}
+
+// badValue turns a value PostgreSQL cannot read as the type it was cast
+// to (a feature id that is no uuid, a date out of range) into a 404 or
+// 400 instead of a 500.
+func badValue(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" || pe.Code == "22003" || pe.Code == "22023") {
+		return apperr.Wrap(apperr.BadRequest, "A value of the request cannot be read as the type of the property it is compared with.", err)
+	}
+	return err
+}
+
+// keyJSON writes a feature id as JSON: a number for an integer key, a
+// string otherwise.
+func (l *layerSQL) keyJSON(text string) []byte {
+	if l.l.Key.Type == "integer" {
+		return []byte(text)
+	}
+	b, _ := json.Marshal(text)
+	return b
+}

@@ -1,0 +1,115 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/catalog"
+)
+
+// Timeouts bound every database call of a Runner.
+type Timeouts struct {
+	// QueryTimeout bounds one call, waiting for a connection included.
+	QueryTimeout time.Duration
+	// AcquireTimeout bounds the wait for a free pool connection.
+	AcquireTimeout time.Duration
+}
+
+// Runner runs a request's queries under Timeouts and turns driver errors
+// into apperr kinds, so that every capability answers a busy, slow, lost
+// or changed database the same way.
+type Runner struct {
+	Pool     *pgxpool.Pool
+	Timeouts Timeouts
+	// Stale, when set, runs when a query finds a layer other than the
+	// catalog said (see catalog.Stale).
+	Stale func()
+}
+
+// ErrLayerChanged answers a query whose layer was dropped or altered under
+// it.
+var ErrLayerChanged = apperr.New(apperr.NotFound, "This layer was removed or changed while it was being read; GET /layers lists the layers as they are now.")
+
+// Do runs fn on a pooled connection. The wait for a connection is bounded
+// by AcquireTimeout (then apperr.Unavailable) and the whole call by
+// QueryTimeout (then apperr.Timeout). When ctx ends first (the client went
+// away) or the deadline passes, the pool's connections cancel the running
+// statement inside PostgreSQL (see Open).
+func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
+	defer cancel()
+	conn, err := r.acquire(qctx)
+	if err != nil {
+		return r.classify(ctx, qctx, err)
+	}
+	defer conn.Release()
+	if err := fn(qctx, conn); err != nil {
+		return r.classify(ctx, qctx, err)
+	}
+	return nil
+}
+
+func (r *Runner) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, r.Timeouts.AcquireTimeout)
+	defer cancel()
+	conn, err := r.Pool.Acquire(actx)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil && !IsConnectErr(err) {
+		return nil, apperr.Wrap(apperr.Unavailable, "The database is busy; try again shortly.", err)
+	}
+	return conn, err
+}
+
+// classify turns a driver error into the error vocabulary; the driver's
+// text only ever reaches logs.
+func (r *Runner) classify(ctx, qctx context.Context, err error) error {
+	var ae *apperr.Error
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err() // the client went away, or its own deadline passed
+	case qctx.Err() != nil || isQueryCanceled(err) || pgconn.Timeout(err):
+		return apperr.Wrap(apperr.Timeout, "The query took longer than "+r.Timeouts.QueryTimeout.String()+" and was cancelled.", err)
+	case IsConnectErr(err):
+		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
+	case catalog.Stale(err):
+		if r.Stale != nil {
+			r.Stale()
+		}
+		return apperr.Wrap(apperr.NotFound, apperr.MessageOf(ErrLayerChanged), err)
+	}
+	return err
+}
+
+// isQueryCanceled reports a statement cancelled by a cancel request or a
+// statement_timeout (SQLSTATE 57014).
+func isQueryCanceled(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
+
+// IsConnectErr reports errors that mean the server cannot be reached or
+// went away: connection failures, broken connections and the SQLSTATEs of
+// a server shutting down or starting up.
+func IsConnectErr(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false // these satisfy net.Error too
+	case errors.As(err, &ce), errors.As(err, &ne):
+		return true
+	case errors.As(err, &pe):
+		return pe.Code[:2] == "08" || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
