@@ -166,7 +166,7 @@ func (s *Service) schemaDoc(base string, l *layerSQL) jsonSchema {
 			d.Properties[p.Name] = typed(p.Name, p.Type, p.Format)
 		}
 	}
-	if !l.l.Key.FromRow() && !l.own {
+	if !l.l.Key.FromRow() {
 		d.Properties[l.l.Key.Column]["x-ogc-role"] = "id"
 	}
 	return d

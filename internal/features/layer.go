@@ -12,7 +12,8 @@ import (
 type layerSQL struct {
 	l *catalog.Layer
 	// own says the layer has geogate's own shape (id, name, a jsonb
-	// properties): its properties are the name and the stored ones.
+	// properties): its properties are the id, the name and the stored
+	// ones.
 	own  bool
 	key  string // the feature id of row l, and its type
 	kind string
@@ -43,7 +44,9 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 	s := &layerSQL{l: &keyed, own: shaped, lonLat: lonLatExpr(&keyed)}
 	s.key, s.kind = keyExpr(&keyed)
 	if shaped {
-		s.all = `jsonb_build_object('name', l.name) || coalesce(l.properties, '{}'::jsonb)`
+		// The id is a property too, as a key column is of any other
+		// table: GIS clients keep properties, not always feature ids.
+		s.all = `coalesce(l.properties, '{}'::jsonb) || jsonb_build_object('id', l.id, 'name', l.name)`
 	} else {
 		s.all = "to_jsonb(l) - " + textArray(append(append([]string{l.Column}, l.OtherGeometries...), l.Hidden...))
 	}
