@@ -65,7 +65,7 @@ func (s *Service) Collections(c *gin.Context) {
 	}
 	base := s.base(c)
 	c.JSON(http.StatusOK, gin.H{
-		"links": []Link{{Href: base + "/collections", Rel: "self", Type: typeJSON}},
+		"links":       []Link{{Href: base + "/collections", Rel: "self", Type: typeJSON}},
 		"collections": s.collections(c.Request.Context(), base),
 	})
 }
