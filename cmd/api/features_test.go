@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -149,5 +150,127 @@ func TestFeaturesPagingMatchesSQL(t *testing.T) {
 				t.Errorf("paged ids (%d) differ from SQL's (%d): got %v\nwant %v", len(got), len(w), got, w)
 			}
 		})
+	}
+}
+
+// TestFeaturesScopes: a key with a spatial scope sees only the features
+// meeting it, an item outside it is a 404 and the extent is cut to it; a
+// key limited to some layers gets 403 on the others and does not see them
+// listed.
+func TestFeaturesScopes(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"}
+	scoped, fences := "scoped-"+testenv.Prefix(t), "fences-"+testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", scoped, "--secret", scoped, "--scopes", "all", "--bbox", "13.2,52.4,13.6,52.6")
+	runCLI(t, env, "keys", "create", "--name", fences, "--secret", fences, "--scopes", "all", "--layers", "geofences")
+	base, _ := startService(t, env)
+	ctx := context.Background()
+
+	var inside, outside int64
+	var n int
+	err := pool.QueryRow(ctx, `SELECT
+		(SELECT id FROM places WHERE ST_Intersects(geom, ST_MakeEnvelope(13.2, 52.4, 13.6, 52.6, 4326)) ORDER BY id LIMIT 1),
+		(SELECT id FROM places WHERE name = 'Paris' ORDER BY id LIMIT 1),
+		(SELECT count(*) FROM places WHERE ST_Intersects(geom, ST_MakeEnvelope(13.2, 52.4, 13.6, 52.6, 4326)))`).Scan(&inside, &outside, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, key, path string
+		want            int
+	}{
+		{"ItemInside", scoped, fmt.Sprintf("/collections/places/items/%d", inside), 200},
+		{"ItemOutside", scoped, fmt.Sprintf("/collections/places/items/%d", outside), 404},
+		{"OtherLayer", fences, "/collections/places", 403},
+		{"OtherLayerItems", fences, "/collections/places/items", 403},
+		{"OwnLayer", fences, "/collections/geofences/items?limit=1", 200},
+	}
+	for _, tt := range tests {
+		status, _, body := call(t, "GET", base+tt.path, tt.key, "")
+		if status != tt.want {
+			t.Errorf("%s: GET %s = %d %.200s, want %d", tt.name, tt.path, status, body, tt.want)
+		}
+	}
+	status, _, body := call(t, "GET", base+"/collections/places/items?limit=10000", scoped, "")
+	var p ogcPage
+	if status != 200 || json.Unmarshal(body, &p) != nil || p.NumberMatched != n || len(p.Features) != n {
+		t.Errorf("scoped items = %d, matched %d, %d features; want the %d in the scope", status, p.NumberMatched, len(p.Features), n)
+	}
+	status, _, body = call(t, "GET", base+"/collections/places", scoped, "")
+	var c struct {
+		Extent struct{ Spatial struct{ BBox [][4]float64 } }
+	}
+	if status != 200 || json.Unmarshal(body, &c) != nil || len(c.Extent.Spatial.BBox) != 1 ||
+		c.Extent.Spatial.BBox[0] != [4]float64{13.2, 52.4, 13.6, 52.6} {
+		t.Errorf("scoped collection extent = %d %+v, want the scope's box", status, c.Extent)
+	}
+	status, _, body = call(t, "GET", base+"/collections", fences, "")
+	var cols struct{ Collections []struct{ ID string } }
+	if status != 200 || json.Unmarshal(body, &cols) != nil || len(cols.Collections) != 1 || cols.Collections[0].ID != "geofences" {
+		t.Errorf("collections for a key limited to geofences = %d %.300s", status, body)
+	}
+}
+
+// TestFeaturesPagingWhileWriting pages through a layer while rows are
+// added and removed between pages: every row that stays is returned
+// exactly once.
+func TestFeaturesPagingWhileWriting(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"})
+	ctx := context.Background()
+	box := "ST_MakeEnvelope(13, 52.3, 13.8, 52.7, 4326)"
+	before := map[string]bool{}
+	rows, err := pool.Query(ctx, "SELECT id::text FROM places WHERE ST_Intersects(geom, "+box+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		before[id] = true
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	seen := map[string]int{}
+	deleted := map[string]bool{}
+	next := base + "/collections/places/items?limit=9&bbox=13,52.3,13.8,52.7"
+	for page := 0; next != ""; page++ {
+		status, _, body := call(t, "GET", next, "", "")
+		var p ogcPage
+		if status != 200 || json.Unmarshal(body, &p) != nil {
+			t.Fatalf("GET %s = %d %.300s", next, status, body)
+		}
+		for _, f := range p.Features {
+			seen[string(f.ID)]++
+		}
+		next = p.next()
+		// Between pages: a row added, and one not yet seen removed.
+		if _, err := pool.Exec(ctx, `INSERT INTO places (name, geom) VALUES ($1, ST_SetSRID(ST_Point(13.4, 52.5), 4326))`,
+			fmt.Sprintf("new %d", page)); err != nil {
+			t.Fatal(err)
+		}
+		for id := range before {
+			if seen[id] == 0 && !deleted[id] && page%2 == 0 {
+				if _, err := pool.Exec(ctx, "DELETE FROM places WHERE id = $1::bigint", id); err != nil {
+					t.Fatal(err)
+				}
+				deleted[id] = true
+				break
+			}
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("feature %s returned %d times", id, n)
+		}
+	}
+	for id := range before {
+		if !deleted[id] && seen[id] != 1 {
+			t.Errorf("feature %s, never changed, returned %d times", id, seen[id])
+		}
+	}
+	if len(deleted) < 3 {
+		t.Errorf("only %d rows deleted while paging: the test shows little", len(deleted))
 	}
 }
