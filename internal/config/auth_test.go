@@ -26,7 +26,7 @@ func TestLoadAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := c.Auth
-		if !slices.Equal(a.AnonymousScopes, []string{"proximity:read", "geofences:read", "tiles:read"}) || a.KeyCacheTTL != 5*time.Second || a.Leeway != 30*time.Second || a.JWTSecret != "" {
+		if !slices.Equal(a.AnonymousScopes, []string{"proximity:read", "geofences:read", "tiles:read", "features:read"}) || a.KeyCacheTTL != 5*time.Second || a.Leeway != 30*time.Second || a.JWTSecret != "" {
 			t.Errorf("Auth defaults = %+v", a)
 		}
 	})
