@@ -43,7 +43,7 @@ type landing struct {
 }
 
 func (s *Service) landing(base string) landing {
-	return landing{Title: s.s.Title, Description: s.s.Description, Links: []Link{
+	d := landing{Title: s.s.Title, Description: s.s.Description, Links: []Link{
 		{Href: base + "/?f=json", Rel: "self", Type: typeJSON, Title: "This document"},
 		{Href: base + "/?f=html", Rel: "alternate", Type: typeHTML, Title: "The map"},
 		{Href: base + "/api", Rel: "service-desc", Type: TypeOpenAPI, Title: "The API description"},
@@ -51,6 +51,10 @@ func (s *Service) landing(base string) landing {
 		{Href: base + "/conformance", Rel: "conformance", Type: typeJSON, Title: "Conformance classes"},
 		{Href: base + "/collections", Rel: "data", Type: typeJSON, Title: "Collections"},
 	}}
+	if s.s.LandingLinks != nil {
+		d.Links = append(d.Links, s.s.LandingLinks(base)...)
+	}
+	return d
 }
 
 type collection struct {
