@@ -149,15 +149,23 @@ func writeMember(b *strings.Builder, lines [][]pos, rings, swap bool) {
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // sqlWKT returns the literal as WKT for srid, longitude first when swap
-// says it was written latitude first; a box becomes a polygon, or in 4326
-// two when it crosses the antimeridian. The second string is a message for
-// the client when the literal cannot be in srid.
-func (g *geometry) sqlWKT(srid int, swap bool) (string, string) {
+// says it was written latitude first; a box becomes one or more
+// rectangles (see boxes). The second string is a message for the client
+// when the literal cannot be in srid.
+func (g *geometry) sqlWKT(srid int, swap, geography bool) (string, string) {
 	var b strings.Builder
 	if g.kind == gBBox {
-		poly, msg := g.boxPolygon(srid, swap)
+		rects, msg := g.boxes(srid, swap, geography)
 		if msg != "" {
 			return "", msg
+		}
+		poly := geometry{kind: gPolygon}
+		if len(rects) > 1 {
+			poly.kind = gMultiPolygon
+		}
+		for _, r := range rects {
+			w, s, e, n := r[0], r[1], r[2], r[3]
+			poly.coords = append(poly.coords, [][]pos{{{w, s}, {e, s}, {e, n}, {w, n}, {w, s}}})
 		}
 		poly.writeWKT(&b, false)
 		return b.String(), ""
@@ -194,34 +202,54 @@ func (g *geometry) checkLatitudes(swap bool) string {
 	return ""
 }
 
-// boxPolygon turns a BBOX into the polygon it stands for. In 4326 a box
-// whose west edge is east of its east edge crosses the antimeridian, as
-// OGC API bounding boxes do.
-func (g *geometry) boxPolygon(srid int, swap bool) (geometry, string) {
+// boxes returns the rectangles (west, south, east, north) a BBOX stands
+// for. In 4326 a box whose west edge is east of its east edge crosses the
+// antimeridian, as OGC API bounding boxes do: two rectangles. For a
+// geography column each is cut into slices at most a quarter of the world
+// wide: PostGIS tells the inside of a geography polygon from the outside
+// by a point beyond its bounds, and a polygon that spans most longitudes
+// has none, so it would take points far outside for inside.
+func (g *geometry) boxes(srid int, swap, geography bool) ([][4]float64, string) {
 	w, s, e, n := g.box[0], g.box[1], g.box[2], g.box[3]
 	if swap {
 		w, s, e, n = s, w, n, e
 	}
 	if s > n {
-		return geometry{}, "the box's south edge is north of its north edge"
+		return nil, "the box's south edge is north of its north edge"
 	}
 	if srid == 4326 && (math.Abs(s) > 90 || math.Abs(n) > 90) {
-		return geometry{}, "the box reaches beyond a pole"
+		return nil, "the box reaches beyond a pole"
 	}
-	rect := func(w, e float64) [][]pos {
-		return [][]pos{{{w, s}, {e, s}, {e, n}, {w, n}, {w, s}}}
-	}
+	var rects [][4]float64
 	switch {
 	case w <= e:
-		return geometry{kind: gPolygon, coords: [][][]pos{rect(w, e)}}, ""
+		rects = [][4]float64{{w, s, e, n}}
 	case srid == 4326:
-		return geometry{kind: gMultiPolygon, coords: [][][]pos{rect(w, 180), rect(-180, e)}}, ""
+		rects = [][4]float64{{w, s, 180, n}, {-180, s, e, n}}
+	default:
+		return nil, "the box's west edge is east of its east edge"
 	}
-	return geometry{}, "the box's west edge is east of its east edge"
+	quarter := map[int]float64{4326: 90, 3857: 20037508.342789244 / 2}[srid]
+	if !geography || quarter == 0 {
+		return rects, ""
+	}
+	var slices [][4]float64
+	for _, r := range rects {
+		n := max(1, int(math.Ceil((r[2]-r[0])/quarter)))
+		step := (r[2] - r[0]) / float64(n)
+		for i := range n {
+			east := r[0] + float64(i+1)*step
+			if i == n-1 {
+				east = r[2]
+			}
+			slices = append(slices, [4]float64{r[0] + float64(i)*step, r[1], east, r[3]})
+		}
+	}
+	return slices, ""
 }
 
-// polygonal says the literal has areas, which PostGIS only compares
-// safely once they are valid.
+// polygonal says the literal is a polygon a client wrote, which PostGIS
+// only compares safely once it is valid. A box is valid as it is made.
 func (g *geometry) polygonal() bool {
-	return g.kind == gPolygon || g.kind == gMultiPolygon || g.kind == gBBox
+	return g.kind == gPolygon || g.kind == gMultiPolygon
 }

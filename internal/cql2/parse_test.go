@@ -187,3 +187,40 @@ func TestLimits(t *testing.T) {
 		}
 	})
 }
+
+func TestParseCRS(t *testing.T) {
+	tests := []struct {
+		in   string
+		want CRS
+	}{
+		{"", CRS{SRID: 4326}},
+		{"http://www.opengis.net/def/crs/OGC/1.3/CRS84", CRS{SRID: 4326}},
+		{"https://www.opengis.net/def/crs/OGC/1.3/CRS84", CRS{SRID: 4326}},
+		{"[OGC:CRS84]", CRS{SRID: 4326}},
+		{"http://www.opengis.net/def/crs/EPSG/0/4326", CRS{SRID: 4326, LatLon: true}},
+		{"EPSG:4326", CRS{SRID: 4326, LatLon: true}},
+		{"http://www.opengis.net/def/crs/EPSG/0/3857", CRS{SRID: 3857}},
+	}
+	for _, tt := range tests {
+		got, err := ParseCRS(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseCRS(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	_, err := ParseCRS("http://www.opengis.net/def/crs/EPSG/0/2263")
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Errorf("ParseCRS(EPSG 2263) error = %v, want an *Error", err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	got := Conformance()
+	if len(got) != 7 || got[0] != ConfCQL2Text {
+		t.Errorf("Conformance() = %v", got)
+	}
+	got[0] = "changed"
+	if Conformance()[0] != ConfCQL2Text {
+		t.Error("Conformance() shares its slice with callers")
+	}
+}

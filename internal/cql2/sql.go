@@ -160,7 +160,7 @@ func (w *sqlWriter) resolveAll(ops ...operand) ([]value, error) {
 	return vs, nil
 }
 
-// describe names an operand and its type for an error message.
+// describeValue names an operand and its type for an error message.
 func describeValue(o operand, v value) string {
 	var b strings.Builder
 	o.write(&b)

@@ -86,15 +86,15 @@ func (w *sqlWriter) asGeometry(v value, srid int) (string, error) {
 	return fmt.Sprintf("ST_Transform(%s, %d)", v.col.SQL, srid), nil
 }
 
-// literal binds a geometry literal as WKT and returns it in srid, as
-// geography when geography is set. Areas are made valid first: GEOS
+// literal binds a geometry literal as WKT and returns it in srid (4326
+// for geography), as geography when geography is set. Areas are made valid first: GEOS
 // refuses to relate some invalid polygons, and collections whose members
 // overlap, failing the statement. A collection is merged into one
 // geometry, which covers the same points, so the S_ functions give the
 // same answers.
 func (w *sqlWriter) literal(l *geomLit, srid int, geography bool) (string, error) {
 	from := w.crs.srid()
-	wkt, msg := l.g.sqlWKT(from, w.crs.LatLon)
+	wkt, msg := l.g.sqlWKT(from, w.crs.LatLon, geography)
 	if msg != "" {
 		return "", errAt(l.at, "%s", msg)
 	}
@@ -107,6 +107,14 @@ func (w *sqlWriter) literal(l *geomLit, srid int, geography bool) (string, error
 	}
 	if srid != from {
 		s = fmt.Sprintf("ST_Transform(%s, %d)", s, srid)
+	}
+	if geography && l.g.kind == gBBox {
+		// A box's edges are parallels and meridians; as geography each
+		// edge would be the great circle between its corners, which
+		// strays far from a parallel (and the long way round goes the
+		// short way). Cut into half degrees, its edges keep within metres
+		// of the parallels.
+		s = "ST_Segmentize(" + s + ", 0.5)"
 	}
 	if geography {
 		s += "::geography"
