@@ -46,6 +46,7 @@ func New(ctx context.Context) (*Checker, error) {
 func NewFor(ctx context.Context, data []byte) (*Checker, error) {
 	registerDecoders.Do(func() {
 		openapi3filter.RegisterBodyDecoder("application/vnd.mapbox-vector-tile", openapi3filter.FileBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder) // the map page on /
 	})
 	doc, err := LoadData(ctx, data)
 	if err != nil {
