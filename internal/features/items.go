@@ -244,8 +244,13 @@ func (l *layerSQL) validKey(s string) bool {
 // 400 instead of a 500.
 func badValue(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" || pe.Code == "22003" || pe.Code == "22023") {
+	switch {
+	case !errors.As(err, &pe):
+	case pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" || pe.Code == "22003" || pe.Code == "22023":
 		return apperr.Wrap(apperr.BadRequest, "A value of the request cannot be read as the type of the property it is compared with.", err)
+	case pe.Code == "XX000" && strings.HasPrefix(pe.Message, "transform"):
+		// A filter's geometry far outside the layer's projection.
+		return apperr.Wrap(apperr.BadRequest, "filter: a geometry of the filter lies where the collection's storage CRS cannot take it; cut it to the collection's extent.", err)
 	}
 	return err
 }
