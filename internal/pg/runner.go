@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
-	"github.com/geogate/geogate/internal/catalog"
 )
 
 // Timeouts bound every database call of a Runner.
@@ -29,7 +28,7 @@ type Runner struct {
 	Pool     *pgxpool.Pool
 	Timeouts Timeouts
 	// Stale, when set, runs when a query finds a layer other than the
-	// catalog said (see catalog.Stale).
+	// catalog said (see the function Stale).
 	Stale func()
 }
 
@@ -79,7 +78,7 @@ func (r *Runner) classify(ctx, qctx context.Context, err error) error {
 		return apperr.Wrap(apperr.Timeout, "The query took longer than "+r.Timeouts.QueryTimeout.String()+" and was cancelled.", err)
 	case IsConnectErr(err):
 		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
-	case catalog.Stale(err):
+	case Stale(err):
 		if r.Stale != nil {
 			r.Stale()
 		}
@@ -112,4 +111,24 @@ func IsConnectErr(err error) bool {
 	}
 	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Stale reports whether a query's error says it named a relation, column
+// or type that is not, or no longer, what the catalog said: the table was
+// dropped, altered or retyped after the layers were read. Read the catalog
+// again and answer as for a layer that changed.
+func Stale(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "42P01", "42703", "42883", "42804", "0A000":
+		// undefined_table, undefined_column, undefined_function,
+		// datatype_mismatch, feature_not_supported (a column retyped
+		// under a prepared statement: "cached plan must not change
+		// result type").
+		return true
+	}
+	return false
 }
