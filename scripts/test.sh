@@ -15,6 +15,18 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
   fi
 fi
 
+# The client test of OGC tiles reads one with GDAL's ogrinfo (its MVT
+# driver); install Debian's GDAL tools when they are missing.
+if ! command -v ogrinfo >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "installing gdal-bin for the GDAL client test"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq gdal-bin >/dev/null
+  else
+    echo "ogrinfo is missing: apt-get install gdal-bin" >&2
+  fi
+fi
+
 # The API description passes Redocly's recommended rules (redocly.yaml at
 # the root, exceptions with reasons in .redocly.lint-ignore.yaml). npx
 # fetches the pinned version into npm's cache once; later runs start it

@@ -130,6 +130,23 @@ func TestContractTour(t *testing.T) {
 		{"TilePBF", "GET", "/tiles/geofences/4/8/5.pbf", key, "", 200, nil},
 		{"TileEmpty", "GET", "/tiles/places/10/0/0.mvt", "", "", 204, nil},
 		{"TileOutOfRange", "GET", "/tiles/places/4/16/0.mvt", "", "", 404, nil},
+		{"TileMatrixSets", "GET", "/tileMatrixSets", "", "", 200, nil},
+		{"TileMatrixSet", "GET", "/tileMatrixSets/WebMercatorQuad", key, "", 200, nil},
+		{"TileMatrixSetUnknown", "GET", "/tileMatrixSets/WorldCRS84Quad", "", "", 404, nil},
+		{"TileSets", "GET", "/collections/places/tiles", "", "", 200, nil},
+		{"TileSetsUnknown", "GET", "/collections/nope/tiles", "", "", 404, nil},
+		{"TileSet", "GET", "/collections/geofences/tiles/WebMercatorQuad", key, "", 200, nil},
+		{"TileSetUnknownTMS", "GET", "/collections/places/tiles/WorldCRS84Quad", "", "", 404, nil},
+		{"OGCTile", "GET", "/collections/places/tiles/WebMercatorQuad/4/5/8", "", "", 200, nil},
+		{"OGCTileEmpty", "GET", "/collections/places/tiles/WebMercatorQuad/10/0/0", "", "", 204, nil},
+		{"OGCTileOutOfRange", "GET", "/collections/places/tiles/WebMercatorQuad/4/0/16", "", "", 404, nil},
+		{"OGCTileNotInteger", "GET", "/collections/places/tiles/WebMercatorQuad/4/a/8", "", "", 404, nil},
+		{"OGCTileBeyondSet", "GET", "/collections/places/tiles/WebMercatorQuad/25/0/0", "", "", 404, nil},
+		{"OGCTileUnknownCollection", "GET", "/collections/nope/tiles/WebMercatorQuad/0/0/0", "", "", 404, nil},
+		{"OGCTileNoScope", "GET", "/collections/places/tiles/WebMercatorQuad/0/0/0", readOnly, "", 403, nil},
+		{"Styles", "GET", "/styles", "", "", 200, nil},
+		{"Style", "GET", "/styles/default", key, "", 200, nil},
+		{"StyleUnknown", "GET", "/styles/night", "", "", 404, nil},
 		{"Healthz", "GET", "/healthz", "", "", 200, nil},
 		{"Readyz", "GET", "/readyz", "", "", 200, nil},
 		{"Metrics", "GET", "/metrics", "", "", 200, nil},
@@ -184,6 +201,15 @@ func TestContractTour(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotModified {
 			t.Errorf("tile with If-None-Match = %d, want 304", resp.StatusCode)
+		}
+	})
+
+	// Both routes serve one tile: the ETag of either is good for the other.
+	t.Run("OGCTileNotModified", func(t *testing.T) {
+		_, h, _ := call(t, "GET", base+"/tiles/places/4/8/5.mvt", "", "")
+		status, _, _ := callWith(t, "GET", base+"/collections/places/tiles/WebMercatorQuad/4/5/8", "", "If-None-Match", h.Get("ETag"))
+		if status != http.StatusNotModified {
+			t.Errorf("OGC tile with the /tiles ETag = %d, want 304", status)
 		}
 	})
 }

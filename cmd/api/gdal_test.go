@@ -202,3 +202,20 @@ func TestGDALUnderTightQuota(t *testing.T) {
 		t.Errorf("no request was refused: the quota did not bite, so the test shows nothing")
 	}
 }
+
+// TestGDALCopiesAFilteredSubset: an attribute filter becomes CQL2 that
+// geogate runs (GDAL sends it because /conformance declares it), and the
+// copy equals what SQL selects.
+func TestGDALCopiesAFilteredSubset(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"}
+	key := "gdal-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	base, logs := startService(t, env)
+	got := copyPlaces(t, base, key, "-where", "country = 'LU'", "--debug", "on")
+	sameFeatures(t, got, placesWhere(t, pool, "properties->>'country' = 'LU'"))
+	// Filtering on GDAL's side would page through all 171,075 places.
+	if n := strings.Count(logs.String(), `"path":"/collections/places/items"`); n > 20 {
+		t.Errorf("GDAL read %d pages: it filtered on its side, not through CQL2", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -67,9 +68,14 @@ layers:
 		{"LimitedTile", limited, "/tiles/parcels/12/1206/1539.mvt", 403, "may not read layer"},
 		{"LimitedComposite", limited, "/tiles/roads,parcels/12/1206/1539.mvt", 403, "may not read layer"},
 		{"LimitedTileJSON", limited, "/tiles/parcels.json", 403, "may not read layer"},
+		{"LimitedOGCTile", limited, "/collections/parcels/tiles/WebMercatorQuad/12/1539/1206", 403, "may not read layer"},
+		{"LimitedTileSets", limited, "/collections/parcels/tiles", 403, "may not read layer"},
+		{"LimitedTileSet", limited, "/collections/parcels/tiles/WebMercatorQuad", 403, "may not read layer"},
+		{"LimitedOwnTileSet", limited, "/collections/roads/tiles/WebMercatorQuad", 200, ""},
 		{"LimitedContains", limited, "/geofences/contains?lng=13.4&lat=52.5", 403, `may not read layer \"geofences\"`},
 		{"ReaderWithoutLayerScope", reader, within("parcels"), 403, "needs one of the scopes geofences:write"},
 		{"ReaderTileWithoutLayerScope", reader, "/tiles/parcels/12/1206/1539.mvt", 403, "needs one of the scopes geofences:write"},
+		{"ReaderOGCTileWithoutLayerScope", reader, "/collections/parcels/tiles/WebMercatorQuad/12/1539/1206", 403, "needs one of the scopes geofences:write"},
 		{"FullLayerScope", full, within("parcels"), 200, ""},
 		{"ReaderOtherLayer", reader, within("roads"), 200, ""},
 	} {
@@ -100,6 +106,23 @@ layers:
 		if got := listed(reader, path.path, path.field); slices.Contains(got, "parcels") || !slices.Contains(got, "roads") {
 			t.Errorf("GET %s for a reader without the parcels scope lists %v", path.path, got)
 		}
+	}
+	// The style draws what the caller may read, and nothing else.
+	styled := func(key string) []string {
+		code, body, _ := get(key, "/styles/default")
+		var style struct{ Sources map[string]any }
+		if err := json.Unmarshal([]byte(body), &style); code != 200 || err != nil {
+			t.Fatalf("GET /styles/default = %d %s", code, body)
+		}
+		ids := slices.Collect(maps.Keys(style.Sources))
+		slices.Sort(ids)
+		return ids
+	}
+	if got := styled(limited); strings.Join(got, ",") != "places,roads" {
+		t.Errorf("style sources for the limited key = %v, want places and roads", got)
+	}
+	if got := styled(reader); slices.Contains(got, "parcels") || !slices.Contains(got, "roads") {
+		t.Errorf("style sources for a reader without the parcels scope = %v", got)
 	}
 	// /within on roads spends the tiles policy, five times the radius's
 	// cost.

@@ -2,7 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,9 +30,10 @@ INSERT INTO geofences (name, properties, geom) VALUES
   ('berlin-box', '{"A3":"BER"}', ST_Multi(ST_MakeEnvelope(13.0, 52.3, 13.8, 52.7, 4326)));`
 
 // TestMapInBrowser opens the map page in Chromium, enters an API key (the
-// service grants anonymous callers nothing, so tiles and /within only work
-// with it), finds Berlin among the rendered tile features, clicks next to
-// it and finds it among the nearest cities listed.
+// service grants anonymous callers nothing, so the style, tiles and
+// /within only work with it), finds Berlin among the rendered tile
+// features, drawn from the OGC tiles of /styles/default, clicks next to it
+// and finds it among the nearest cities listed.
 func TestMapInBrowser(t *testing.T) {
 	pool, dbURL := testenv.DBWithURL(t)
 	if _, err := pool.Exec(context.Background(), mapFixtures); err != nil {
@@ -39,7 +47,11 @@ func TestMapInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none"})
+	served, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none"})
+	// The page is served through a proxy that notes every answer, as
+	// "status path", its workers' tile requests included (the page's own
+	// network events in the browser leave those out).
+	base, answered := recordingProxy(t, served)
 	ctx, problems := newBrowser(t, false, mapBrowser)
 	dir := artifactDir(t)
 	defer func() {
@@ -86,6 +98,22 @@ func TestMapInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, dir, "map-1-features")
 
+	// The map drew the style document's sources: the layers' OGC tiles,
+	// fetched with the key, and no TileJSON.
+	got := answered()
+	for _, want := range []string{"200 /styles/default", "200 /collections/places/tiles/WebMercatorQuad/", "200 /collections/geofences/tiles/WebMercatorQuad/"} {
+		if !slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, want) }) {
+			t.Errorf("the page got no %q answer; it got %v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, " /tiles") }) {
+		t.Errorf("the page asked for /tiles routes: %v", got)
+	}
+	source, err := chromedp.Run(ctx, chromedp.Evaluate[string](`geogateMap.getStyle().sources.places.tiles[0]`))
+	if err != nil || !strings.HasSuffix(source, "/collections/places/tiles/WebMercatorQuad/{z}/{y}/{x}") {
+		t.Errorf("the places source's tiles = %q (%v), want the OGC template of /styles/default", source, err)
+	}
+
 	px, err := chromedp.Run(ctx, chromedp.Evaluate[struct{ X, Y float64 }](`geogateMap.project([13.42, 52.53])`))
 	if err != nil {
 		t.Fatal(err)
@@ -111,4 +139,32 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// recordingProxy serves target through a proxy that keeps the Host its
+// clients send (URLs the service builds point back at the proxy) and
+// returns the proxy's URL and a func listing its answers so far as
+// "status path".
+func recordingProxy(t *testing.T, target string) (string, func() []string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var answers []string
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		mu.Lock()
+		answers = append(answers, fmt.Sprintf("%d %s", resp.StatusCode, resp.Request.URL.Path))
+		mu.Unlock()
+		return nil
+	}
+	front := httptest.NewServer(rp)
+	t.Cleanup(front.Close)
+	return front.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(answers)
+	}
 }

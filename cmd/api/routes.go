@@ -122,6 +122,16 @@ func routes(s *services) []route {
 		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json
 		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.Tile},
+
+		// OGC API - Tiles and Styles over the same layers and tiles. The
+		// documents cost a unit of tiles-cached, as a cached tile does.
+		{"GET", "/tileMatrixSets", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileMatrixSets},
+		{"GET", "/tileMatrixSets/:tileMatrixSetId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileMatrixSet},
+		{"GET", "/collections/:collectionId/tiles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileSets},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileSet},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.OGCTile},
+		{"GET", "/styles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Styles},
+		{"GET", "/styles/:styleId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Style},
 	}
 }
 

@@ -110,7 +110,16 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}
 	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
-	s.features = features.New(pg.Runner{Pool: d.db, Timeouts: cfg.Features.Timeouts}, s.catalog, cfg.Features,
+	fs := cfg.Features
+	fs.Conformance = tiles.Conformance
+	fs.LandingLinks = func(base string) []features.Link {
+		var out []features.Link
+		for _, l := range tiles.LandingLinks(base) {
+			out = append(out, features.Link(l))
+		}
+		return out
+	}
+	s.features = features.New(pg.Runner{Pool: d.db, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
 		features.Access{Check: s.access.Check, Scope: spatialScope})
 	return s, nil
 }

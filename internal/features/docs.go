@@ -43,7 +43,7 @@ type landing struct {
 }
 
 func (s *Service) landing(base string) landing {
-	return landing{Title: s.s.Title, Description: s.s.Description, Links: []Link{
+	d := landing{Title: s.s.Title, Description: s.s.Description, Links: []Link{
 		{Href: base + "/?f=json", Rel: "self", Type: typeJSON, Title: "This document"},
 		{Href: base + "/?f=html", Rel: "alternate", Type: typeHTML, Title: "The map"},
 		{Href: base + "/api", Rel: "service-desc", Type: TypeOpenAPI, Title: "The API description"},
@@ -51,6 +51,10 @@ func (s *Service) landing(base string) landing {
 		{Href: base + "/conformance", Rel: "conformance", Type: typeJSON, Title: "Conformance classes"},
 		{Href: base + "/collections", Rel: "data", Type: typeJSON, Title: "Collections"},
 	}}
+	if s.s.LandingLinks != nil {
+		d.Links = append(d.Links, s.s.LandingLinks(base)...)
+	}
+	return d
 }
 
 type collection struct {
@@ -82,6 +86,9 @@ func (s *Service) collectionDoc(ctx context.Context, base string, l *catalog.Lay
 		{Href: href + "/items", Rel: "items", Type: typeGeoJSON, Title: "Its features"},
 		{Href: href + "/queryables", Rel: "http://www.opengis.net/def/rel/ogc/1.0/queryables", Type: typeSchema, Title: "What a filter may name"},
 		{Href: href + "/schema", Rel: "http://www.opengis.net/def/rel/ogc/1.0/schema", Type: typeSchema, Title: "Its properties"},
+		// The draft's relation, which GDAL before 3.7 follows to learn
+		// what it may filter on the server.
+		{Href: href + "/queryables", Rel: "queryables", Type: typeJSON, Title: "What a filter may name"},
 	}
 	if s.s.Tiles {
 		links = append(links, Link{Href: href + "/tiles", Rel: "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector", Type: typeJSON, Title: "Its vector tiles"})
@@ -133,6 +140,14 @@ type jsonSchema struct {
 	Title      string                    `json:"title"`
 	Properties map[string]map[string]any `json:"properties"`
 	Additional bool                      `json:"additionalProperties"`
+	// Legacy lists the queryables as the draft of Part 3 did, which
+	// GDAL before 3.7 reads; empty in a schema document.
+	Legacy []legacyQueryable `json:"queryables,omitempty"`
+}
+
+type legacyQueryable struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
 }
 
 // geometryFormat is the JSON Schema format OGC API gives a geometry type.
@@ -149,6 +164,7 @@ func (s *Service) queryablesDoc(base string, l *layerSQL) jsonSchema {
 	d := s.schemaHead(base+"/collections/"+l.l.ID+"/queryables", l)
 	for _, q := range l.queryables {
 		d.Properties[q.Name] = typed(q.Name, q.Type, q.Format)
+		d.Legacy = append(d.Legacy, legacyQueryable{ID: q.Name, Type: q.Type})
 	}
 	return d
 }

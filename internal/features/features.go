@@ -28,8 +28,10 @@ type Settings struct {
 	PublicURL string
 	// Tiles says the collections have OGC API vector tiles to link to.
 	Tiles bool
-	// Conformance lists the classes other packages add to /conformance.
-	Conformance []string
+	// Conformance lists the classes other packages add to /conformance,
+	// and LandingLinks the links they add to the landing page.
+	Conformance  []string
+	LandingLinks func(base string) []Link
 	// Title and Description head the landing page.
 	Title, Description string
 }

@@ -90,7 +90,7 @@ func (s *Service) Queryables(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	writeJSON(c, typeSchema, s.queryablesDoc(s.base(c), l))
+	writeJSON(c, schemaType(c.Request), s.queryablesDoc(s.base(c), l))
 }
 
 // Schema serves /collections/{collectionId}/schema.
@@ -100,7 +100,17 @@ func (s *Service) Schema(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	writeJSON(c, typeSchema, s.schemaDoc(s.base(c), l))
+	writeJSON(c, schemaType(c.Request), s.schemaDoc(s.base(c), l))
+}
+
+// schemaType is application/schema+json, or plain JSON for a client that
+// asks for it and not for the former (GDAL before 3.7 checks).
+func schemaType(r *http.Request) string {
+	a := r.Header.Get("Accept")
+	if strings.Contains(a, typeJSON) && !strings.Contains(a, typeSchema) {
+		return typeJSON
+	}
+	return typeSchema
 }
 
 func writeJSON(c *gin.Context, typ string, v any) {

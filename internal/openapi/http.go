@@ -50,8 +50,17 @@ func (d *Docs) Spec(c *gin.Context) { d.spec.serve(c, "no-cache") }
 const ServiceDescType = "application/vnd.oai.openapi+json;version=3.1"
 
 // ServiceDesc serves the document as OGC API's service description (/api),
-// under OpenAPI's own media type.
-func (d *Docs) ServiceDesc(c *gin.Context) { d.desc.serve(c, "no-cache") }
+// under OpenAPI's own media type, or as application/json to a client that
+// lists that and not the former (GDAL before 3.7 asks for OpenAPI 3.0 or
+// JSON, and takes the JSON).
+func (d *Docs) ServiceDesc(c *gin.Context) {
+	a := c.GetHeader("Accept")
+	if strings.Contains(a, "application/json") && !strings.Contains(a, ServiceDescType) {
+		d.spec.serve(c, "no-cache")
+		return
+	}
+	d.desc.serve(c, "no-cache")
+}
 
 // SwaggerUI serves the interactive documentation (/docs).
 func (d *Docs) SwaggerUI(c *gin.Context) { servePage(c, d.swagger) }

@@ -2,6 +2,7 @@ package tiles
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -124,6 +125,13 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	r.GET("/tiles", h.List)
 	r.GET("/tiles/:layer", h.TileJSON)
 	r.GET("/tiles/:layer/:z/:x/:y", h.Tile)
+	r.GET("/tileMatrixSets", h.TileMatrixSets)
+	r.GET("/tileMatrixSets/:tileMatrixSetId", h.TileMatrixSet)
+	r.GET("/collections/:collectionId/tiles", h.TileSets)
+	r.GET("/collections/:collectionId/tiles/:tileMatrixSetId", h.TileSet)
+	r.GET("/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", h.OGCTile)
+	r.GET("/styles", h.Styles)
+	r.GET("/styles/:styleId", h.Style)
 	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: stop}
 }
 
@@ -252,6 +260,12 @@ func tileOf(lng, lat float64, z int) Tile {
 
 func tilePath(layer string, t Tile) string {
 	return "/tiles/" + layer + "/" + t.String() + ".mvt"
+}
+
+// ogcPath is the OGC API - Tiles path of t: tileMatrix, tileRow (y),
+// tileCol (x).
+func ogcPath(collection string, t Tile) string {
+	return fmt.Sprintf("/collections/%s/tiles/WebMercatorQuad/%d/%d/%d", collection, t.Z, t.Y, t.X)
 }
 
 // featureNames returns the names of layer's features.

@@ -131,6 +131,14 @@ func (h *Handler) Tile(c *gin.Context) {
 		httpx.Abort(c, errNoTile)
 		return
 	}
+	h.serve(c, ls, t)
+}
+
+// serve answers with tile t of layers ls (each within its zoom range),
+// whichever route named it: the caller's spatial scope applied, each
+// layer's tile from the cache or rendered, the hooks charging the caller
+// for hits and misses.
+func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 	var scopeWKB []byte
 	var scopeHash string
 	cacheControl := h.s.CacheControl

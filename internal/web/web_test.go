@@ -23,6 +23,7 @@ func TestRoutes(t *testing.T) {
 		{"Page", "/", 200, "text/html; charset=utf-8", `<script src="/static/maplibre-gl.js">`},
 		{"MapLibre", "/static/maplibre-gl.js", 200, "text/javascript; charset=utf-8", "maplibre"},
 		{"Script", "/static/map.js", 200, "text/javascript; charset=utf-8", "/within?"},
+		{"ScriptUsesTheStyle", "/static/map.js", 200, "text/javascript; charset=utf-8", "getJSON('/styles/default')"},
 		{"Licence", "/static/MAPLIBRE-LICENSE.txt", 200, "text/plain; charset=utf-8", "MapLibre contributors"},
 		{"NoListing", "/static/", 404, "", ""},
 		{"Missing", "/static/nope.js", 404, "", ""},

@@ -1,6 +1,7 @@
-// The geogate map: every tile layer from its TileJSON, an API key sent with
-// every request to this origin, and the nearest cities of a clicked spot
-// from /within.
+// The geogate map: the style document /styles/default (every tile layer
+// the caller may read, from its OGC tiles), an API key sent with every
+// request to this origin, and the nearest cities of a clicked spot from
+// /within.
 (function () {
   'use strict';
   var KEY = 'geogate-api-key';
@@ -39,68 +40,35 @@
   map.addControl(new maplibregl.NavigationControl());
   window.geogateMap = map;
 
-  var styles = {
-    polygon: function (id) {
-      return [
-        { id: id + '-fill', type: 'fill', paint: { 'fill-color': '#2e86c1', 'fill-opacity': 0.25 } },
-        { id: id + '-line', type: 'line', paint: { 'line-color': '#1b4f72', 'line-width': 1 } }
-      ];
-    },
-    line: function (id) {
-      return [{ id: id + '-line', type: 'line', paint: { 'line-color': '#1b4f72', 'line-width': 2 } }];
-    },
-    point: function (id) {
-      return [{ id: id + '-points', type: 'circle', paint: { 'circle-radius': 3, 'circle-color': '#c0392b', 'circle-stroke-color': '#fff', 'circle-stroke-width': 1 } }];
-    },
-    // A column that does not say its type may hold any: each style draws
-    // the features of its own kind.
-    geometry: function (id) {
-      var only = function (type, layers) {
-        return layers.map(function (l) { l.filter = ['==', '$type', type]; return l; });
-      };
-      return only('Polygon', styles.polygon(id + '-p'))
-        .concat(only('LineString', styles.line(id + '-l')))
-        .concat(only('Point', styles.point(id)));
-    }
-  };
-
-  function addLayers() {
-    return getJSON('/tiles').then(function (list) {
+  // The style document draws every layer the caller may read, from its
+  // OGC tiles; it is fetched here, with the key, and handed to the map
+  // whole, so that a new key redraws every source. Only the latest request
+  // counts: an answer to an older key that arrives late is dropped.
+  var styleRequests = 0;
+  function loadStyle() {
+    var mine = ++styleRequests;
+    return getJSON('/styles/default').then(function (style) {
+      if (mine !== styleRequests) { return; }
+      map.setStyle(style, { diff: false });
+      var layers = (style.metadata && style.metadata['geogate:layers']) || [];
       var ul = document.getElementById('layers');
       ul.textContent = '';
-      // Polygons first so that points draw on top.
-      var order = list.layers.slice().sort(function (a, b) {
-        return (a.geometry === 'point') - (b.geometry === 'point');
-      });
-      order.forEach(function (l) {
-        if (map.getSource(l.name)) { return; }
-        map.addSource(l.name, { type: 'vector', url: l.tilejson });
-        (styles[l.geometry] || styles.point)(l.name).forEach(function (layer) {
-          layer.source = l.name;
-          layer['source-layer'] = l.name;
-          map.addLayer(layer);
-        });
+      layers.forEach(function (l) {
         var li = document.createElement('li');
-        li.textContent = l.name + ' (' + l.geometry + ')';
+        li.textContent = l.id + ' (' + l.geometry + ')';
         ul.appendChild(li);
       });
-      setStatus(list.layers.length + ' layers');
-    }).catch(function (err) { setStatus('Layers: ' + err.message); });
-  }
-
-  function reload() {
-    map.getStyle().layers.forEach(function (layer) {
-      if (layer.id !== 'background') { map.removeLayer(layer.id); }
+      setStatus(layers.length + ' layers');
+    }).catch(function (err) {
+      if (mine === styleRequests) { setStatus('Style: ' + err.message); }
     });
-    Object.keys(map.getStyle().sources).forEach(function (s) { map.removeSource(s); });
-    return addLayers();
   }
 
   document.getElementById('keyform').addEventListener('submit', function (e) {
     e.preventDefault();
     apiKey = keyInput.value.trim();
     if (apiKey) { sessionStorage.setItem(KEY, apiKey); } else { sessionStorage.removeItem(KEY); }
-    reload();
+    loadStyle();
   });
 
   map.on('click', function (e) {
@@ -125,5 +93,5 @@
     });
   });
 
-  map.on('load', addLayers);
+  map.on('load', loadStyle);
 })();
