@@ -142,7 +142,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 	defer b.pool.Close()
 	// CPU groups: "pg:api" serves `api serve`, "pg:bench" this process.
 	load.Groups = demo.ServerProcesses(b.pool, map[string]string{"geogate": "pg:api", "geogate-bench-features": "pg:bench"})
-	cat, err := catalog.Open(ctx, b.pool, cfg.Catalog, nil)
+	cctx, stopCatalog := context.WithCancel(ctx)
+	defer stopCatalog() // before the pool closes
+	cat, err := catalog.Open(cctx, b.pool, cfg.Catalog, nil)
 	if err != nil {
 		return err
 	}

@@ -288,7 +288,8 @@ func TestItemsSQLIsTheRoutes(t *testing.T) {
 	key := "items-sql-test-cursor-key"
 	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s", "FEATURES_CURSOR_KEY": key}
 	base, _ := startService(t, env)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // the catalog stops refreshing before the pool closes
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedPostgres)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +299,8 @@ func TestItemsSQLIsTheRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Access{})
-	for _, q := range []string{"limit=7&bbox=13,52.3,13.8,52.7", "limit=5&bbox=13,52.3,13.8,52.7&sortby=-name&properties=country"} {
+	filter := url.Values{"limit": {"9"}, "filter": {"S_INTERSECTS(geometry,POLYGON((13 52.3,13.8 52.3,13.8 52.7,13 52.7,13 52.3))) AND name LIKE 'B%'"}}
+	for _, q := range []string{"limit=7&bbox=13,52.3,13.8,52.7", "limit=5&bbox=13,52.3,13.8,52.7&sortby=-name&properties=country", filter.Encode()} {
 		next := base + "/collections/places/items?" + q
 		for pages := 0; next != "" && pages < 100; pages++ {
 			status, _, body := callWith(t, "GET", next, "", "Accept", "application/geo+json")
