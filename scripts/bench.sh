@@ -17,7 +17,8 @@
 #                    (bench/results/tiles.cpu.prof).
 #   BENCH_TRIALS (3), BENCH_DUR (4s), BENCH_CONC (32) set the trials per
 #   side, the duration of each trial and the HTTP concurrency;
-#   BENCH_TILES_DUR (3s) the duration of each tile trial (six tile sets).
+#   BENCH_TILES_DUR (3s) the duration of each tile trial (six tile sets);
+#   BENCH_FEATURES_CONC (8) the concurrency of the items pages of 1,000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +26,9 @@ trials=${BENCH_TRIALS:-3}
 dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
-cases=(ratelimit geofence tiles seed import auth)
+cases=(ratelimit geofence tiles features seed import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles seed import)
+  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features seed import)
 fi
 start=$(date +%s)
 
@@ -54,6 +55,7 @@ for c in "${cases[@]}"; do
     ratelimit) RL_DUR=$dur RL_RUNS=$trials run_case ratelimit bench/ratelimit.sh ;;
     geofence)  GEOFENCE_CONC=${BENCH_GEOFENCE_CONC:-8,$conc} GEOFENCE_DUR=$dur GEOFENCE_RUNS=$trials run_case geofence bench/geofence.sh ;;
     tiles)     TILES_DUR=$tdur TILES_RUNS=$trials TILES_CPUPROFILE=${BENCH_PROFILE:+bench/results/tiles.cpu.prof} run_case tiles bench/tiles.sh ;;
+    features)  FEATURES_CONC=${BENCH_FEATURES_CONC:-8} FEATURES_DUR=$dur FEATURES_RUNS=$trials FEATURES_OGR_TRIALS=$trials run_case features bench/features.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
@@ -122,6 +124,27 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       $1 == "composite" {
         printf "| cold composite tiles, %s %s, 8 clients | %.0f tiles/s, p99 %.2f ms | both layers'"'"' tile SQL through pgx, one after the other: %.0f, p99 %.2f ms | %.0f%% | at least 80%% | %s |\n", $2, $3, $5, $8, $12, $15, 100*$5/$12, ($5 >= 0.8*$12) ? "yes" : "no"
       }' $r/tiles.txt
+  fi
+  if [ -s $r/features.txt ]; then
+    awk '
+      ($1 == "items" || $1 == "filtered") && $3 == "|" { k = $1 " " $2; keys[++n] = k; row[k] = $0 }
+      $1 == "range" && ($2 == "items" || $2 == "filtered") { api[$2 " " $3] = $5; sql[$2 " " $3] = $7 }
+      /^filtered: not measured/ { refused = 1 }
+      $1 == "copy" { copy = $0 }
+      END {
+        for (i = 1; i <= n; i++) {
+          k = keys[i]; split(row[k], f, " ")
+          if (f[1] == "items")
+            printf "| items pages of 1,000 places, every page of the layer through its next links, concurrency %s | %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | the same statements (`ItemsSQL`) through pgx: %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | %.0f%% | at least 80%% | %s |\n", f[2], f[4], api[k], f[5], f[6], f[7], f[9], sql[k], f[10], f[11], f[12], 100*f[4]/f[9], (f[4] >= 0.8*f[9]) ? "yes" : "no"
+          else
+            printf "| items pages of 1,000 places filtered by a CQL2 `S_INTERSECTS` with a polygon of Germany, concurrency %s | %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | the same statements (`ItemsSQL`) through pgx: %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | %.0f%% | | |\n", f[2], f[4], api[k], f[5], f[6], f[7], f[9], sql[k], f[10], f[11], f[12], 100*f[4]/f[9]
+        }
+        if (refused) print "| items pages filtered by a CQL2 spatial predicate | not measured: the service refuses filters (400) | | | | |"
+        if (copy != "") {
+          split(copy, c, " ")
+          printf "| copy of places (%s features) into a GeoPackage with `ogr2ogr` through geogate (OAPIF, PAGE_SIZE 1000) | %.2f s %s | `ogr2ogr` straight from PostgreSQL, the same columns: %.2f s %s | %.2fx the speed | | |\n", c[2], c[7], c[9], c[12], c[14], c[17]
+        }
+      }' $r/features.txt
   fi
   if [ -s $r/seed.txt ]; then
     awk '

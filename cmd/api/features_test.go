@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/features"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -272,5 +276,80 @@ func TestFeaturesPagingWhileWriting(t *testing.T) {
 	}
 	if len(deleted) < 3 {
 		t.Errorf("only %d rows deleted while paging: the test shows little", len(deleted))
+	}
+}
+
+// TestItemsSQLIsTheRoutes: the statements features.Service.ItemsSQL gives
+// for a page select the features the items route answers that page with,
+// and on a first page count its numberMatched, so that a baseline built
+// on them measures what the route runs.
+func TestItemsSQLIsTheRoutes(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	key := "items-sql-test-cursor-key"
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s", "FEATURES_CURSOR_KEY": key}
+	base, _ := startService(t, env)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // the catalog stops refreshing before the pool closes
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedPostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, pool, cfg.Catalog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Access{})
+	filter := url.Values{"limit": {"9"}, "filter": {"S_INTERSECTS(geometry,POLYGON((13 52.3,13.8 52.3,13.8 52.7,13 52.7,13 52.3))) AND name LIKE 'B%'"}}
+	for _, q := range []string{"limit=7&bbox=13,52.3,13.8,52.7", "limit=5&bbox=13,52.3,13.8,52.7&sortby=-name&properties=country", filter.Encode()} {
+		next := base + "/collections/places/items?" + q
+		for pages := 0; next != "" && pages < 100; pages++ {
+			status, _, body := callWith(t, "GET", next, "", "Accept", "application/geo+json")
+			var p ogcPage
+			if status != 200 || json.Unmarshal(body, &p) != nil {
+				t.Fatalf("GET %s = %d %.300s", next, status, body)
+			}
+			u, err := url.Parse(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts, err := svc.ItemsSQL(ctx, "places", u.Query())
+			if err != nil {
+				t.Fatalf("ItemsSQL(%s): %v", u.RawQuery, err)
+			}
+			if want := map[bool]int{true: 2, false: 1}[pages == 0]; len(stmts) != want {
+				t.Fatalf("page %d: %d statements, want %d", pages, len(stmts), want)
+			}
+			var ids, got []string
+			for _, f := range p.Features {
+				ids = append(ids, string(f.ID))
+			}
+			rows, err := pool.Query(ctx, stmts[0].SQL, stmts[0].Args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				v, err := rows.Values()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, v[0].(string))
+			}
+			if rows.Err() != nil {
+				t.Fatal(rows.Err())
+			}
+			if len(got) > len(ids) { // the extra row says a next page exists
+				got = got[:len(ids)]
+			}
+			if !slices.Equal(got, ids) {
+				t.Errorf("%s page %d: SQL ids %v, route's %v", q, pages, got, ids)
+			}
+			if len(stmts) == 2 {
+				var n int
+				if err := pool.QueryRow(ctx, stmts[1].SQL, stmts[1].Args...).Scan(&n); err != nil || n != p.NumberMatched {
+					t.Errorf("%s: count %d (%v), numberMatched %d", q, n, err, p.NumberMatched)
+				}
+			}
+			next = strings.Replace(p.next(), "http://localhost", base, 1)
+		}
 	}
 }

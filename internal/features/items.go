@@ -32,37 +32,88 @@ type Page struct {
 	CRS    CRS
 }
 
-// Items reads one page of collection id's features as the query
-// parameters v ask.
-func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, error) {
+// itemsRequest is an items request, checked: the layer, the query, the
+// string its cursors are bound to, and the page it resumes after (nil on
+// a first page).
+type itemsRequest struct {
+	l       *layerSQL
+	q       *query
+	binding string
+	resumed *page
+}
+
+// checkItems checks an items request of collection id with query
+// parameters v.
+func (s *Service) checkItems(ctx context.Context, id string, v url.Values) (*itemsRequest, error) {
 	l, err := s.layer(ctx, id)
 	if err != nil {
-		return Page{}, err
+		return nil, err
 	}
 	if err := checkParams(v, itemsParams); err != nil {
-		return Page{}, err
+		return nil, err
 	}
 	q, binding, err := s.itemsQuery(ctx, l, v)
 	if err != nil {
-		return Page{}, err
+		return nil, err
 	}
-	var resumed *page
+	r := &itemsRequest{l: l, q: q, binding: binding}
 	if c := v.Get("cursor"); c != "" {
 		p, err := s.cursors.decode(binding, c)
 		if err != nil || len(p.Sort) != len(q.sort) {
-			return Page{}, errBadCursor
+			return nil, errBadCursor
 		}
-		q.after, resumed = &position{sort: p.Sort, key: p.Key}, &p
+		q.after, r.resumed = &position{sort: p.Sort, key: p.Key}, &p
 	}
+	return r, nil
+}
+
+// batch is the statements r runs, in one round trip: its page, then on a
+// first page the count of every feature it matches.
+func (r *itemsRequest) batch(own string) []Statement {
+	sql, args := r.l.pageSQL(r.q, own)
+	out := []Statement{{SQL: sql, Args: args}}
+	if r.resumed == nil {
+		csql, cargs := r.l.countSQL(r.q, own)
+		out = append(out, Statement{SQL: csql, Args: cargs})
+	}
+	return out
+}
+
+// Statement is one SQL statement and its arguments.
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+// ItemsSQL returns the statements an items request of collection id with
+// query parameters v runs, as the items route would run them for a caller
+// who may see the whole layer: the page (limit+1 rows of the id as text,
+// the properties as jsonb, the GeoJSON geometry as text and each sort
+// value as text), then, on a first page (no cursor), the count of every
+// match. The route sends them in one batch on one connection. A request
+// the route refuses is the same error here.
+func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Statement, error) {
+	r, err := s.checkItems(ctx, id, v)
+	if err != nil {
+		return nil, err
+	}
+	return r.batch(s.s.Own), nil
+}
+
+// Items reads one page of collection id's features as the query
+// parameters v ask.
+func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, error) {
+	r, err := s.checkItems(ctx, id, v)
+	if err != nil {
+		return Page{}, err
+	}
+	l, q, resumed := r.l, r.q, r.resumed
 	out := Page{Features: []Feature{}, CRS: q.crs}
 	var last position
 	err = s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		sql, args := l.pageSQL(q, s.s.Own)
 		b := &pgx.Batch{}
-		b.Queue(sql, args...)
-		if resumed == nil {
-			csql, cargs := l.countSQL(q, s.s.Own)
-			b.Queue(csql, cargs...)
+		for _, st := range r.batch(s.s.Own) {
+			b.Queue(st.SQL, st.Args...)
 		}
 		res := conn.SendBatch(ctx, b)
 		defer res.Close()
@@ -85,7 +136,7 @@ func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, err
 	}
 	if len(out.Features) > q.limit {
 		out.Features = out.Features[:q.limit]
-		out.Cursor = s.cursors.encode(binding, page{Sort: last.sort, Key: last.key, Matched: out.Matched})
+		out.Cursor = s.cursors.encode(r.binding, page{Sort: last.sort, Key: last.key, Matched: out.Matched})
 	}
 	return out, nil
 }
