@@ -57,14 +57,6 @@ func namesOf(l *catalog.Layer) partsNames {
 // circles), with polygons, a key, an SRID its column type enforces and a
 // key of a type whose equality the trigger's fixed search_path finds.
 func eligible(ctx context.Context, tx pgx.Tx, l *catalog.Layer) error {
-	switch {
-	case !l.Polygonal():
-		return fmt.Errorf("%w: %s holds %s geometries, not polygons", ErrNoCopy, l.Column, l.GeometryType)
-	case l.Geography:
-		return fmt.Errorf("%w: a geography column (its edges are great circles; cutting it along straight lines would change it)", ErrNoCopy)
-	case l.Key.FromRow():
-		return fmt.Errorf("%w: the table has no primary key or unique not-null column to name its rows by", ErrNoCopy)
-	}
 	var kind string
 	var partition, children, builtinKey bool
 	var srid int
@@ -72,10 +64,10 @@ func eligible(ctx context.Context, tx pgx.Tx, l *catalog.Layer) error {
 		SELECT c.relkind::text, c.relispartition, c.relhassubclass,
 		       coalesce((SELECT g.srid FROM geometry_columns g
 		                 WHERE g.f_table_schema = $1 AND g.f_table_name = $2 AND g.f_geometry_column = $3), 0),
-		       (SELECT bt.typnamespace IN ('pg_catalog'::regnamespace, (SELECT extnamespace FROM pg_extension WHERE extname = 'postgis'))
+		       coalesce((SELECT bt.typnamespace IN ('pg_catalog'::regnamespace, (SELECT extnamespace FROM pg_extension WHERE extname = 'postgis'))
 		        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 		        JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-		        WHERE a.attrelid = c.oid AND a.attname = $4)
+		        WHERE a.attrelid = c.oid AND a.attname = $4), false)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relname = $2`,
 		l.Schema, l.Table, l.Column, l.Key.Column).Scan(&kind, &partition, &children, &srid, &builtinKey)
@@ -88,6 +80,12 @@ func eligible(ctx context.Context, tx pgx.Tx, l *catalog.Layer) error {
 		return fmt.Errorf("%w: not a plain table (a view, materialized view, partitioned table or partition fires no trigger for every write)", ErrNoCopy)
 	case children:
 		return fmt.Errorf("%w: the table has inheritance children, whose writes fire none of its triggers", ErrNoCopy)
+	case !l.Polygonal():
+		return fmt.Errorf("%w: %s holds %s geometries, not polygons", ErrNoCopy, l.Column, l.GeometryType)
+	case l.Geography:
+		return fmt.Errorf("%w: a geography column (its edges are great circles; cutting it along straight lines would change it)", ErrNoCopy)
+	case l.Key.FromRow():
+		return fmt.Errorf("%w: the table has no primary key or unique not-null column to name its rows by", ErrNoCopy)
 	case srid <= 0:
 		return fmt.Errorf("%w: the column's type names no SRID", ErrNoCopy)
 	case !builtinKey:
@@ -142,6 +140,9 @@ func findInstalled(ctx context.Context, tx pgx.Tx, own string, l *catalog.Layer)
 // what it did, for the operator; a layer that cannot have a copy fails
 // with ErrNoCopy.
 func InstallParts(ctx context.Context, db *pgxpool.Pool, own string, l *catalog.Layer) (string, error) {
+	if l.Parts != nil && l.Parts.Table == "geofence_parts" {
+		return fmt.Sprintf("already subdivided (the fences' own copy, %s.geofence_parts)", own), nil
+	}
 	n := namesOf(l)
 	var did string
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
