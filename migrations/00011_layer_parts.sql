@@ -100,15 +100,16 @@ END
 $$;
 -- +goose StatementEnd
 
--- same_place says b, a point in lng/lat, is (lng, lat) within 1e-6
--- degrees (10 cm): a round trip through a projection brings a point back
--- far closer; a fold of it, much farther. Longitudes 360 apart are one
+-- same_place says b, a point in lng/lat, is (lng, lat) within 1e-4
+-- degrees (about 10 m): a round trip through a projection brings a point
+-- back far closer, even well outside the projection's area of use; a
+-- fold of it, hundreds of kilometres off. Longitudes 360 apart are one
 -- place, and every longitude is the same at a pole.
 -- +goose StatementBegin
 CREATE FUNCTION {{schema}}.same_place(lng float8, lat float8, b geometry) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT abs(ST_Y(b) - lat) <= 1e-6
-       AND (abs(lat) >= 90 - 1e-6 OR abs(ST_X(b) - lng) <= 1e-6 OR abs(abs(ST_X(b) - lng) - 360) <= 1e-6)
+    SELECT abs(ST_Y(b) - lat) <= 1e-4
+       AND (abs(lat) >= 90 - 1e-4 OR abs(ST_X(b) - lng) <= 1e-4 OR abs(abs(ST_X(b) - lng) - 360) <= 1e-4)
 $$;
 -- +goose StatementEnd
 

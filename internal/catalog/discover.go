@@ -162,11 +162,15 @@ func geometryColumns(ctx context.Context, db *pgxpool.Pool, schemas []string) ([
 	return out, err
 }
 
-// normalType spells PostGIS's type names as the OGC does: POINT is Point.
+// normalType spells PostGIS's type names as the OGC does: POINT is Point,
+// and a measured POLYGONM PolygonM.
 func normalType(t string) string {
 	for _, n := range []string{"Point", "LineString", "Polygon", "MultiPoint", "MultiLineString", "MultiPolygon", "GeometryCollection", "Geometry"} {
-		if equalFold(t, n) {
+		switch {
+		case equalFold(t, n):
 			return n
+		case equalFold(t, n+"M"):
+			return n + "M"
 		}
 	}
 	return t

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,7 +26,8 @@ type Parts struct {
 // Polygon or MultiPolygon column, or a GeometryCollection or generic
 // Geometry one, of whose rows only the polygons count.
 func (l *Layer) Polygonal() bool {
-	switch l.GeometryType {
+	// PostGIS names measured types with a trailing M (PolygonM).
+	switch strings.TrimSuffix(l.GeometryType, "M") {
 	case "Polygon", "MultiPolygon", "GeometryCollection", "Geometry":
 		return true
 	}

@@ -2,6 +2,7 @@ package geofence
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
@@ -79,7 +80,7 @@ func pointsFrom(l *catalog.Layer, own, lngs, lats string) string {
 func holds(l *catalog.Layer, alias, p string) string {
 	col := alias + "." + catalog.QuoteIdent(l.Column)
 	switch {
-	case l.GeometryType == "Polygon" || l.GeometryType == "MultiPolygon":
+	case slices.Contains([]string{"Polygon", "MultiPolygon", "PolygonM", "MultiPolygonM"}, l.GeometryType):
 		return "ST_Intersects(" + col + ", " + p + ")"
 	case l.Geography:
 		return fmt.Sprintf("%[1]s && %[2]s AND ST_Intersects(ST_CollectionExtract(%[1]s::geometry, 3)::geography, %[2]s)", col, p)
