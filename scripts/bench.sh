@@ -92,7 +92,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   fi
   if [ -s $r/geofence.txt ]; then
     awk '
-      $1 == "range" && $2 != "containment" { ar = $5; sr = $7; hr = $9 }
+      $1 == "range" && $2 != "containment" && $2 != "layercontains" { ar = $5; sr = $7; hr = $9 }
       $1 == "range" && $2 == "containment" { car = $4; csr = $6; cnr = $8 }
       $2 == "m" && $4 == "|" {
         api=$5; ap=$7; sql=$9; sp=$11; ratio=api/sql
@@ -108,7 +108,14 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       /^API POST \/geofences\/contains/ { a=$(NF-1) }
       /^SQL, subdivided parts/ { s=$(NF-1) }
       /^SQL, naive/ { n=$(NF-1) }
-      END { if (a) printf "| batch point-in-fence, 1,000 points per request, concurrency 4 | %.0f points/s (%s) | the same SQL: %.0f (%s); naive `ST_Intersects`: %.0f (%s) | %.0f%% of the SQL, %.1fx naive | | |\n", a, car, s, csr, n, cnr, 100*a/s, a/n }
+      $1 == "range" && $2 == "layercontains" { lar = $4; lfr = $6; lsr = $8 }
+      /^Layer API POST/ { la=$(NF-1) }
+      /^Fences API POST/ { lf=$(NF-1) }
+      /^Layer SQL/ { ls=$(NF-1) }
+      END {
+        if (a) printf "| batch point-in-fence, 1,000 points per request, concurrency 4 | %.0f points/s (%s) | the same SQL: %.0f (%s); naive `ST_Intersects`: %.0f (%s) | %.0f%% of the SQL, %.1fx naive | | |\n", a, car, s, csr, n, cnr, 100*a/s, a/n
+        if (la) printf "| batch point-in-polygon on a team'"'"'s layer (countries in EPSG:3857, subdivided copy), 1,000 points per request, concurrency 4 | %.0f points/s (%s) | the demo fences through the API: %.0f (%s); the layer'"'"'s SQL through pgx: %.0f (%s) | %.0f%% of the fences, %.0f%% of the SQL | as fast as the fences (at least 90%%) | %s |\n", la, lar, lf, lfr, ls, lsr, 100*la/lf, 100*la/ls, (la >= 0.9*lf) ? "yes" : "no"
+      }
     ' $r/geofence.txt
   fi
   if [ -s $r/tiles.txt ]; then

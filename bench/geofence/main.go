@@ -16,7 +16,12 @@
 //     to the former query through a geography index;
 //   - containment: points/s for batches of 1,000 random points through
 //     POST /geofences/contains (the subdivided fences) next to the naive
-//     ST_Intersects against the original polygons through pgx.
+//     ST_Intersects against the original polygons through pgx;
+//   - containment on a team's polygon layer (the countries in Web
+//     Mercator, keyed by text, with the subdivided copy of api publish
+//     --contains) through the API, next to the same batches against the
+//     demo fences through the API and next to the layer's identical SQL
+//     through pgx.
 //
 // It loads the demo data into its own database with the importer on first
 // use, starts the API binary on a free loopback port and stops it at the
@@ -106,11 +111,19 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
 		},
 	}
+	// A bench database made by an older geogate lacks the functions of
+	// later migrations (the subdivided copies').
+	if err := pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return err
+	}
 	if err := benchLayers(ctx, pool); err != nil {
 		return err
 	}
 	cat, err := catalog.Open(ctx, pool, catalog.Settings{Schemas: []string{"public"}, Own: pg.DefaultSchema}, nil)
 	if err != nil {
+		return err
+	}
+	if err := subdivide(ctx, pool, cat, benchPolygons); err != nil {
 		return err
 	}
 	b.svc = geofence.New(pool, cat, b.settings, nil)
@@ -166,7 +179,73 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, subdivided parts (same query as API)", sub.Rate*1000, sub.P99, errNote(sub))
 	fmt.Printf("%-44s %12.0f %8.1f%s\n", "SQL, naive ST_Intersects on whole polygons", naive.Rate*1000, naive.P99, errNote(naive))
 	fmt.Printf("API vs naive: %.1fx\n", api.Rate/naive.Rate)
+
+	b.layerContains(pool, batches, batchConc)
 	return nil
+}
+
+// benchPolygons is the team's polygon layer of the containment case.
+const benchPolygons = "bench_countries_3857"
+
+// subdivide gives layer its subdivided copy, as api publish --contains
+// does, unless it has one, before the API starts and reads the catalog.
+func subdivide(ctx context.Context, pool *pgxpool.Pool, cat *catalog.Catalog, layer string) error {
+	l := cat.Layer(layer)
+	if l == nil {
+		return fmt.Errorf("no layer %s", layer)
+	}
+	if l.Parts != nil {
+		return nil
+	}
+	if _, err := geofence.InstallParts(ctx, pool, pg.DefaultSchema, l); err != nil {
+		return err
+	}
+	_, err := cat.Refresh(ctx)
+	return err
+}
+
+// layerContains measures batches on the team's polygon layer through the
+// API, the same batches on the demo fences through the API, and the
+// layer's statement through pgx, at concurrency c.
+func (b *bench) layerContains(pool *pgxpool.Pool, batches [][][2]float64, c int) {
+	sql, ok := b.svc.ContainsSQL(benchPolygons)
+	if !ok {
+		fmt.Printf("\nno polygon layer %s\n", benchPolygons)
+		return
+	}
+	fmt.Printf("\ncontainment on a team's polygon layer (%s: countries in EPSG:3857, text keys, subdivided copy), the same batches, concurrency %d\n", benchPolygons, c)
+	fmt.Printf("%-44s %12s %8s\n", "path", "points/s", "p99 ms")
+	res := load.Medians(b.runs, c, b.dur, b.batchAPIOn(benchPolygons, batches, c), b.batchAPIOn("", batches, c), b.batchLayerSQL(pool, sql, batches))
+	layer, fences, direct := res[0], res[1], res[2]
+	fmt.Printf("range layercontains api %.0f-%.0f fences %.0f-%.0f sql %.0f-%.0f\n",
+		layer.Lo*1000, layer.Hi*1000, fences.Lo*1000, fences.Hi*1000, direct.Lo*1000, direct.Hi*1000)
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "Layer API POST /geofences/contains?layer=", layer.Rate*1000, layer.P99, errNote(layer))
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "Fences API POST /geofences/contains", fences.Rate*1000, fences.P99, errNote(fences))
+	fmt.Printf("%-44s %12.0f %8.1f%s\n", "Layer SQL (same query as API)", direct.Rate*1000, direct.P99, errNote(direct))
+}
+
+// batchLayerSQL is batchSQL for a layer's statement, whose keys are text.
+func (b *bench) batchLayerSQL(pool *pgxpool.Pool, sql string, batches [][][2]float64) load.Op {
+	return func(_, i int) error {
+		pts := batches[i%len(batches)]
+		lngs, lats := make([]float64, len(pts)), make([]float64, len(pts))
+		for j, p := range pts {
+			lngs[j], lats[j] = p[0], p[1]
+		}
+		rows, err := pool.Query(context.Background(), sql, lngs, lats)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k int64
+			var key string
+			if err := rows.Scan(&k, &key); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
 }
 
 func errNote(r load.Result) string {
@@ -232,6 +311,15 @@ func ok(status int, err error) error {
 }
 
 func (b *bench) batchAPI(batches [][][2]float64, c int) load.Op {
+	return b.batchAPIOn("", batches, c)
+}
+
+// batchAPIOn is batchAPI on layer ("" the demo fences).
+func (b *bench) batchAPIOn(layer string, batches [][][2]float64, c int) load.Op {
+	target := "/geofences/contains"
+	if layer != "" {
+		target += "?layer=" + layer
+	}
 	client, err := load.NewClient(b.base, c)
 	if err != nil {
 		panic(err)
@@ -242,7 +330,7 @@ func (b *bench) batchAPI(batches [][][2]float64, c int) load.Op {
 	}
 	h := load.Header{"Content-Type: application/json"}
 	return func(w, i int) error {
-		return ok(client.Do(w, "POST", "/geofences/contains", h, bodies[i%len(bodies)]))
+		return ok(client.Do(w, "POST", target, h, bodies[i%len(bodies)]))
 	}
 }
 
@@ -385,10 +473,27 @@ func envOr(k, def string) string {
 }
 
 // benchLayers makes the bench database's extra layers once: the cities in
-// Web Mercator (a team's projected table), and a copy of places with the
-// geography index places had before /within used its geometry index.
+// Web Mercator (a team's projected table), a copy of places with the
+// geography index places had before /within used its geometry index, and
+// the countries as a team keeps them, in Web Mercator (cut at 85 degrees
+// of latitude) keyed by a text code.
 func benchLayers(ctx context.Context, pool *pgxpool.Pool) error {
 	_, err := pool.Exec(ctx, `
+		CREATE TABLE IF NOT EXISTS public.bench_countries_3857 AS
+		  SELECT name AS iso3, properties,
+		         ST_Multi(ST_CollectionExtract(ST_Transform(ST_Intersection(geom, ST_MakeEnvelope(-180, -85, 180, 85, 4326)), 3857), 3))::geometry(MultiPolygon, 3857) AS geom
+		  FROM public.geofences WHERE NOT ST_IsEmpty(ST_Intersection(geom, ST_MakeEnvelope(-180, -85, 180, 85, 4326)));
+		DO $$ BEGIN
+		  IF NOT EXISTS (SELECT FROM pg_index WHERE indrelid = 'public.bench_countries_3857'::regclass AND indisprimary) THEN
+		    ALTER TABLE public.bench_countries_3857 ADD PRIMARY KEY (iso3);
+		  END IF;
+		END $$;
+		CREATE INDEX IF NOT EXISTS bench_countries_3857_geom_idx ON public.bench_countries_3857 USING gist (geom);
+		ANALYZE public.bench_countries_3857;`)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, `
 		CREATE TABLE IF NOT EXISTS public.bench_places_3857 AS
 		  SELECT id, name, properties, ST_Transform(geom, 3857)::geometry(Point, 3857) AS geom FROM public.places;
 		CREATE INDEX IF NOT EXISTS bench_places_3857_geom_idx ON public.bench_places_3857 USING gist (geom);

@@ -44,9 +44,14 @@ layers:
 	full := runCLI(t, env, "keys", "create", "--name", id+"-full", "--scopes", "all")
 	base, _ := startService(t, env)
 
-	get := func(key, path string) (int, string, http.Header) {
+	send := func(method, key, path string) (int, string, http.Header) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", base+path, nil)
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader(`{"points":[[-73.9857,40.7484]]}`)
+		}
+		req, _ := http.NewRequest(method, base+path, body)
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-api-key", key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -56,7 +61,9 @@ layers:
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), resp.Header
 	}
+	get := func(key, path string) (int, string, http.Header) { return send("GET", key, path) }
 	within := func(layer string) string { return "/within?lng=13.4&lat=52.5&radius=20000&layer=" + layer }
+	contains := "/geofences/contains?lng=-73.9857&lat=40.7484&layer="
 	for _, tc := range []struct {
 		name, key, path string
 		want            int
@@ -73,6 +80,11 @@ layers:
 		{"LimitedTileSet", limited, "/collections/parcels/tiles/WebMercatorQuad", 403, "may not read layer"},
 		{"LimitedOwnTileSet", limited, "/collections/roads/tiles/WebMercatorQuad", 200, ""},
 		{"LimitedContains", limited, "/geofences/contains?lng=13.4&lat=52.5", 403, `may not read layer \"geofences\"`},
+		{"LimitedContainsOtherLayer", limited, contains + "parcels", 403, `This API key may not read layer \"parcels\"`},
+		{"LimitedContainsUnknownLayer", limited, contains + "nope", 403, "may not read layer"},
+		{"ReaderContainsWithoutLayerScope", reader, contains + "parcels", 403, "needs one of the scopes geofences:write"},
+		{"FullContains", full, contains + "parcels", 200, `"fences":[{"id":`},
+		{"ReaderContainsOtherLayer", reader, "/geofences/contains?lng=-98&lat=39&layer=countries", 200, `"fences":[{"id":"USA"`},
 		{"ReaderWithoutLayerScope", reader, within("parcels"), 403, "needs one of the scopes geofences:write"},
 		{"ReaderTileWithoutLayerScope", reader, "/tiles/parcels/12/1206/1539.mvt", 403, "needs one of the scopes geofences:write"},
 		{"ReaderOGCTileWithoutLayerScope", reader, "/collections/parcels/tiles/WebMercatorQuad/12/1539/1206", 403, "needs one of the scopes geofences:write"},
@@ -83,6 +95,22 @@ layers:
 			code, body, _ := get(tc.key, tc.path)
 			if code != tc.want || !strings.Contains(body, tc.detail) {
 				t.Errorf("GET %s = %d %s, want %d with %q", tc.path, code, body, tc.want, tc.detail)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, key, path string
+		want            int
+		detail          string
+	}{
+		{"LimitedOtherLayer", limited, contains + "parcels", 403, `This API key may not read layer \"parcels\"`},
+		{"ReaderWithoutLayerScope", reader, contains + "parcels", 403, "needs one of the scopes geofences:write"},
+		{"Full", full, contains + "parcels", 200, `"fences":[`},
+	} {
+		t.Run("Batch"+tc.name, func(t *testing.T) {
+			code, body, _ := send("POST", tc.key, tc.path)
+			if code != tc.want || !strings.Contains(body, tc.detail) {
+				t.Errorf("POST %s = %d %s, want %d with %q", tc.path, code, body, tc.want, tc.detail)
 			}
 		})
 	}

@@ -39,6 +39,22 @@ func TestPublishCommand(t *testing.T) {
 		{"ListAfter", nil, []string{"exact"}, ""},
 		{"Remove", []string{"--remove", "roads"}, []string{"public.roads: triggers geogate_tiles_bump and geogate_tiles_bump_truncate removed"}, ""},
 		{"RemoveAgain", []string{"--remove", "roads"}, []string{"public.roads: not invalidated exactly; nothing to remove"}, ""},
+		{"Contains", []string{"--contains", "countries", "parcels"}, []string{
+			"public.countries.geom: subdivided: copy geogate.parts_countries_", "parts), triggers geogate_parts_",
+			"public.parcels.geom: subdivided"}, ""},
+		{"ContainsAgain", []string{"--contains", "public.countries"}, []string{"public.countries.geom: already subdivided"}, ""},
+		{"ListContains", nil, []string{"CONTAINS", "subdivided", "index"}, ""},
+		{"ContainsGeography", []string{"--contains", "zones"}, []string{"public.zones.geog: not changed: no subdivided copy: a geography column"},
+			"1 of 1 layers not changed"},
+		{"ContainsView", []string{"--contains", "city_buffers"}, []string{"public.city_buffers.geom: not changed: no subdivided copy: not a plain table"},
+			"1 of 1 layers not changed"},
+		{"ContainsLines", []string{"--contains", "roads"}, nil, "public.roads has no polygon layer"},
+		{"ContainsEvery", []string{"--contains"}, []string{
+			"public.zones.geog: skipped, no subdivided copy: a geography column",
+			"public.landmarks.geom: subdivided: copy", "public.countries.geom: already subdivided",
+			"public.geofences.geom: already subdivided (the fences' own copy, geogate.geofence_parts)"}, ""},
+		{"RemoveContains", []string{"--remove", "--contains", "countries"}, []string{"public.countries.geom: copy geogate.parts_countries_", "removed"}, ""},
+		{"RemoveContainsAgain", []string{"--remove", "--contains", "countries"}, []string{"public.countries.geom: not subdivided; nothing to remove"}, ""},
 	}
 	for _, s := range steps {
 		var stdout, stderr bytes.Buffer
@@ -58,6 +74,17 @@ func TestPublishCommand(t *testing.T) {
 		case "Install":
 			if n := triggers("public.roads"); n != 2 {
 				t.Errorf("triggers on roads after install: %d, want 2", n)
+			}
+		case "Contains":
+			if n := triggers("public.countries"); n != 4 {
+				t.Errorf("triggers on countries after --contains: %d, want 4", n)
+			}
+		case "RemoveContains":
+			if n := triggers("public.countries"); n != 0 {
+				t.Errorf("triggers on countries after --remove --contains: %d, want 0", n)
+			}
+			if n := triggers("public.parcels"); n != 4 {
+				t.Errorf("triggers on parcels after removing countries' copy: %d, want 4", n)
 			}
 		case "Remove":
 			if n := triggers("public.roads"); n != 0 {

@@ -50,8 +50,12 @@ type Layer struct {
 	// relation (api publish --invalidate), so its cached tiles are retired
 	// exactly; otherwise they live for TILES_CACHE_TTL.
 	Invalidated bool
+	// Parts, when not nil, is the subdivided copy of the layer's polygons
+	// that point-in-polygon checks read (see ContainsPath).
+	Parts *Parts
 
-	oid uint32 // the relation's
+	oid      uint32 // the relation's
+	children bool   // the relation has inheritance children or partitions
 }
 
 // Relation is the relation's oid: a table dropped and created again under

@@ -69,7 +69,7 @@ func Discover(ctx context.Context, db *pgxpool.Pool, s Settings) ([]*Layer, erro
 		byRel[l.oid] = append(byRel[l.oid], l)
 	}
 	for _, step := range []func(context.Context, *pgxpool.Pool, map[uint32][]*Layer, Settings) error{
-		columns, keys, spatialIndexes, invalidation,
+		columns, keys, spatialIndexes, invalidation, parts,
 	} {
 		if err := step(ctx, db, byRel, s); err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
@@ -126,7 +126,7 @@ WITH cols AS (
 	SELECT f_table_schema, f_table_name, f_geography_column, srid, type, true
 	FROM geography_columns
 )
-SELECT c.oid, cols.sch, cols.rel, c.relkind::text, cols.col, cols.geog, cols.srid, cols.type, c.reltuples::bigint,
+SELECT c.oid, cols.sch, cols.rel, c.relkind::text, cols.col, cols.geog, cols.srid, cols.type, c.reltuples::bigint, c.relhassubclass,
 	a.attnum = min(a.attnum) OVER (PARTITION BY c.oid)
 FROM cols
 JOIN pg_namespace n ON n.nspname = cols.sch
@@ -148,7 +148,7 @@ func geometryColumns(ctx context.Context, db *pgxpool.Pool, schemas []string) ([
 	var l Layer
 	var kind string
 	var first bool
-	_, err = pgx.ForEachRow(rows, []any{&l.oid, &l.Schema, &l.Table, &kind, &l.Column, &l.Geography, &l.SRID, &l.GeometryType, &l.Rows, &first}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&l.oid, &l.Schema, &l.Table, &kind, &l.Column, &l.Geography, &l.SRID, &l.GeometryType, &l.Rows, &l.children, &first}, func() error {
 		c := l
 		c.Kind = relKinds[kind]
 		if c.Geography && c.SRID == 0 {
@@ -162,11 +162,15 @@ func geometryColumns(ctx context.Context, db *pgxpool.Pool, schemas []string) ([
 	return out, err
 }
 
-// normalType spells PostGIS's type names as the OGC does: POINT is Point.
+// normalType spells PostGIS's type names as the OGC does: POINT is Point,
+// and a measured POLYGONM PolygonM.
 func normalType(t string) string {
 	for _, n := range []string{"Point", "LineString", "Polygon", "MultiPoint", "MultiLineString", "MultiPolygon", "GeometryCollection", "Geometry"} {
-		if equalFold(t, n) {
+		switch {
+		case equalFold(t, n):
 			return n
+		case equalFold(t, n+"M"):
+			return n + "M"
 		}
 	}
 	return t

@@ -58,6 +58,9 @@ func TestDiscoverUserDatabase(t *testing.T) {
 		"sightings":       {"public", "sightings", "geom", "table", "Point", 4326, false, true, "", false},
 		"airports":        {"public", "airports", "geog", "table", "Point", 4326, true, true, "iata:string", false},
 		"million":         {"public", "million", "geom", "table", "Point", 4326, false, true, "id:integer", false},
+		"countries":       {"public", "countries", "geom", "table", "MultiPolygon", 3857, false, true, "iso3:string", false},
+		"zones":           {"public", "zones", "geog", "table", "Polygon", 4326, true, true, "zone_id:integer", false},
+		"landmarks":       {"public", "landmarks", "geom", "table", "Geometry", 4326, false, true, "id:integer", false},
 		"transit__Bus_Stops-" + idHash("transit", "Bus Stops", "geom"):               {"transit", "Bus Stops", "geom", "table", "Point", 32633, false, true, "stop_code:string", false},
 		"Mixed_Case__select-" + idHash("Mixed Case", "select", "outline"):            {"Mixed Case", "select", "outline", "table", "Polygon", 4326, false, true, "Order:integer", false},
 		"Mixed_Case__select__centroid-" + idHash("Mixed Case", "select", "centroid"): {"Mixed Case", "select", "centroid", "table", "Point", 4326, false, false, "Order:integer", false},
@@ -150,7 +153,7 @@ func TestDiscoverIncludeExclude(t *testing.T) {
 		{"IncludeSchema", []string{"transit.*"}, nil, []string{"Bus Stops"}},
 		{"IncludeIDs", []string{"road*", "parcels"}, nil, []string{"parcels", "roads"}},
 		{"ExcludeViews", []string{"*"}, []string{"french_cities", "city_buffers", "country_centres", "public.m*", "transit.*", "Mixed Case.*", "public.s*"},
-			[]string{"airports", "geofences", "parcels", "places", "roads"}},
+			[]string{"airports", "countries", "geofences", "landmarks", "parcels", "places", "roads", "zones"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := userSettings()

@@ -25,6 +25,9 @@ type LayerInfo struct {
 	// Invalidation is "exact" when a change to the relation retires its
 	// cached tiles at once, "ttl" when they live out TILES_CACHE_TTL.
 	Invalidation string `json:"invalidation"`
+	// Contains says how /geofences/contains tests the layer's polygons (see
+	// Layer.ContainsPath); nil for a layer without polygons.
+	Contains *string `json:"contains"`
 }
 
 // IDColumn names a layer's feature ids.
@@ -63,6 +66,9 @@ func Info(l *Layer) LayerInfo {
 	}
 	if l.Invalidated {
 		li.Invalidation = "exact"
+	}
+	if path := l.ContainsPath(); path != "" {
+		li.Contains = &path
 	}
 	return li
 }

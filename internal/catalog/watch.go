@@ -135,28 +135,35 @@ func (c *Catalog) watch(ctx context.Context) {
 }
 
 // fingerprintSQL hashes what discovery reads of the relations in the
-// schemas $1: their names, kinds, owners' grants, columns and types,
-// indexes, triggers and whether they were analysed, so that any change a
-// layer would show changes it. It reads the catalog only, no table.
+// schemas $1: their names, kinds, owners' grants, inheritance, columns and
+// types, indexes, triggers (and whether they are enabled) and whether they
+// were analysed, so that any change a layer would show changes it; and the
+// tables of geogate's schema $2, where the subdivided copies of layers
+// appear and vanish. It reads the catalog only, no table.
 const fingerprintSQL = `
 SELECT md5(coalesce(string_agg(x, '|' ORDER BY x), '')) FROM (
-	SELECT c.oid::text || c.relname::text || c.relkind::text || coalesce(c.relacl::text, '') ||
+	SELECT c.oid::text || c.relname::text || c.relkind::text || coalesce(c.relacl::text, '') || c.relhassubclass::text ||
 		(SELECT coalesce(string_agg(a.attnum::text || a.attname::text || a.atttypid::text || a.atttypmod::text || a.attnotnull::text ||
 			coalesce(a.attacl::text, '') || a.attisdropped::text, ',' ORDER BY a.attnum), '')
 		 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0) ||
 		(SELECT coalesce(string_agg(i.indexrelid::text || i.indkey::text || i.indisprimary::text || i.indisunique::text, ','
 			ORDER BY i.indexrelid), '') FROM pg_index i WHERE i.indrelid = c.oid) ||
-		(SELECT coalesce(string_agg(t.oid::text || t.tgfoid::text, ',' ORDER BY t.oid), '') FROM pg_trigger t WHERE t.tgrelid = c.oid) ||
+		(SELECT coalesce(string_agg(t.oid::text || t.tgfoid::text || t.tgenabled::text, ',' ORDER BY t.oid), '')
+		 FROM pg_trigger t WHERE t.tgrelid = c.oid) ||
 		coalesce((SELECT 's' FROM pg_statistic s WHERE s.starelid = c.oid LIMIT 1), '')
 		AS x
 	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+	UNION ALL
+	SELECT 'own ' || c.oid::text || c.relname::text || coalesce(c.relacl::text, '')
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $2 AND c.relkind = 'r'
 ) f`
 
 // Fingerprint is a hash of the catalog entries that decide the layers of
 // s: it changes when they may have.
 func Fingerprint(ctx context.Context, db *pgxpool.Pool, s Settings) (string, error) {
 	var print string
-	err := db.QueryRow(ctx, fingerprintSQL, s.Schemas).Scan(&print)
+	err := db.QueryRow(ctx, fingerprintSQL, s.Schemas, s.Own).Scan(&print)
 	return print, err
 }

@@ -114,7 +114,67 @@ func TestListLayers(t *testing.T) {
 	if p := byID["places"]; p.Invalidation != "exact" {
 		t.Errorf("places invalidation = %q, want exact", p.Invalidation)
 	}
-	if len(body.Layers) != 13 {
-		t.Errorf("%d layers, want 13", len(body.Layers))
+	for id, want := range map[string]string{"roads": "", "countries": "index", "city_buffers": "scan", "geofences": "subdivided"} {
+		got := ""
+		if c := byID[id].Contains; c != nil {
+			got = *c
+		}
+		if got != want {
+			t.Errorf("%s contains = %q, want %q", id, got, want)
+		}
+	}
+	if len(body.Layers) != 16 {
+		t.Errorf("%d layers, want 16", len(body.Layers))
+	}
+}
+
+// TestCatalogFollowsSubdividedCopies: the watcher notices a layer's copy
+// and its triggers appearing, being disabled, vanishing and coming back,
+// and says which path containment takes each time.
+func TestCatalogFollowsSubdividedCopies(t *testing.T) {
+	db := testenv.DB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := Settings{Schemas: []string{"public"}, Own: "geogate", Refresh: 50 * time.Millisecond}
+	c, err := Open(ctx, db, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan string, 16)
+	c.OnChange(func(ls []*Layer) {
+		for _, l := range ls {
+			if l.ID == "lakes" {
+				changes <- l.ContainsPath()
+			}
+		}
+	})
+	const fn = `geogate.layer_parts_sync('parts_lakes', 'id', 'geom')`
+	copyTable := `CREATE TABLE geogate.parts_lakes (key integer NOT NULL, geom geometry(Geometry, 25832) NOT NULL)`
+	steps := []struct{ sql, want string }{
+		{"CREATE TABLE public.lakes (id integer PRIMARY KEY, name text, geom geometry(MultiPolygon, 25832))", "scan"},
+		{"CREATE INDEX lakes_geom_idx ON public.lakes USING gist (geom)", "index"},
+		{copyTable + `;
+			CREATE TRIGGER p_insert AFTER INSERT ON public.lakes REFERENCING NEW TABLE AS geogate_new FOR EACH STATEMENT EXECUTE FUNCTION ` + fn + `;
+			CREATE TRIGGER p_update AFTER UPDATE ON public.lakes REFERENCING OLD TABLE AS geogate_old NEW TABLE AS geogate_new FOR EACH STATEMENT EXECUTE FUNCTION ` + fn + `;
+			CREATE TRIGGER p_delete AFTER DELETE ON public.lakes REFERENCING OLD TABLE AS geogate_old FOR EACH STATEMENT EXECUTE FUNCTION ` + fn + `;
+			CREATE TRIGGER p_truncate AFTER TRUNCATE ON public.lakes FOR EACH STATEMENT EXECUTE FUNCTION ` + fn, "subdivided"},
+		{"ALTER TABLE public.lakes DISABLE TRIGGER p_update", "index"},
+		{"ALTER TABLE public.lakes ENABLE TRIGGER p_update", "subdivided"},
+		{"DROP TABLE geogate.parts_lakes", "index"},
+		{copyTable, "subdivided"},
+		{"DROP TRIGGER p_truncate ON public.lakes", "index"},
+	}
+	for _, st := range steps {
+		if _, err := db.Exec(context.Background(), st.sql); err != nil {
+			t.Fatalf("%.60s: %v", st.sql, err)
+		}
+		select {
+		case got := <-changes:
+			if got != st.want {
+				t.Errorf("after %.60q: contains path %q, want %q", st.sql, got, st.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after %.60q: no change seen within 10s", st.sql)
+		}
 	}
 }

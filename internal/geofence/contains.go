@@ -2,7 +2,9 @@ package geofence
 
 import (
 	"context"
+	"strconv"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -43,9 +45,42 @@ JOIN geofences f
 ORDER BY pt.i, f.id`
 )
 
-// Contains returns the fences containing p (boundary included), by id,
-// without their geometries.
-func (s *Service) Contains(ctx context.Context, p Point) ([]Feature, error) {
+// Contains returns the features of layer holding p (boundary included),
+// by key, with their properties and without their geometries; layer ""
+// is the built-in fences. It fails with apperr.NotFound for an unknown
+// layer and with a validation error for a layer without polygons.
+func (s *Service) Contains(ctx context.Context, layer string, p Point) ([]Feature, error) {
+	if layer == "" {
+		return s.fencesContaining(ctx, p)
+	}
+	l, err := s.polygonLayer(layer)
+	if err != nil {
+		return nil, err
+	}
+	fs := []Feature{}
+	err = s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, l.containsOne, p.Lng, p.Lat)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f Feature
+			var key string
+			var name *string
+			if err := rows.Scan(&key, &name, &f.Props); err != nil {
+				return err
+			}
+			f.Key, f.Name, f.NoName = l.keyJSON(key), deref(name), name == nil
+			fs = append(fs, f)
+		}
+		return rows.Err()
+	})
+	return fs, err
+}
+
+// fencesContaining is Contains on the built-in fences.
+func (s *Service) fencesContaining(ctx context.Context, p Point) ([]Feature, error) {
 	var fs []Feature
 	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, containsSQL, p.Lng, p.Lat)
@@ -65,36 +100,87 @@ func (s *Service) Contains(ctx context.Context, p Point) ([]Feature, error) {
 	return fs, err
 }
 
-// ContainsBatch returns, for each point, the ids of the fences containing
-// it in ascending order, in one database round trip.
-func (s *Service) ContainsBatch(ctx context.Context, pts []Point) ([][]int64, error) {
+// polygonLayer returns the statements of the published layer id, which
+// must hold polygons.
+func (s *Service) polygonLayer(id string) (*layerSQL, error) {
+	l, err := s.layer(id)
+	if err != nil {
+		return nil, err
+	}
+	if l.containsBatch == "" {
+		return nil, notPolygonal(l.l)
+	}
+	return l, nil
+}
+
+// ContainsSQL returns the statement POST /geofences/contains runs for
+// layer, whose arguments are the arrays of longitudes and latitudes and
+// whose rows are (point index, key as text), so that benchmarks can drive
+// the identical SQL directly. ok is false for an unknown layer or one
+// without polygons.
+func (s *Service) ContainsSQL(layer string) (sql string, ok bool) {
+	l, err := s.polygonLayer(layer)
+	if err != nil {
+		return "", false
+	}
+	return l.containsBatch, true
+}
+
+// ContainsBatch returns, for each point, the ids of the features of layer
+// holding it in ascending order, each written as JSON (a number, or a
+// string for a text key), in one database round trip; layer "" is the
+// built-in fences. It fails as Contains does.
+func (s *Service) ContainsBatch(ctx context.Context, layer string, pts []Point) ([][]string, error) {
+	sql := ContainsBatchSQL
+	var l *layerSQL
+	if layer != "" {
+		var err error
+		if l, err = s.polygonLayer(layer); err != nil {
+			return nil, err
+		}
+		sql = l.containsBatch
+	}
 	lngs, lats := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
 		lngs[i], lats[i] = p.Lng, p.Lat
 	}
-	out := make([][]int64, len(pts))
+	out := make([][]string, len(pts))
 	for i := range out {
-		out[i] = []int64{}
+		out[i] = []string{}
 	}
 	if len(pts) == 0 {
 		return out, nil
 	}
 	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, ContainsBatchSQL, lngs, lats)
+		rows, err := conn.Query(ctx, sql, lngs, lats)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var i, id int64
 		for rows.Next() {
-			if err := rows.Scan(&i, &id); err != nil {
+			i, key, err := scanMatch(rows, l)
+			if err != nil {
 				return err
 			}
 			if i >= 1 && int(i) <= len(out) {
-				out[i-1] = append(out[i-1], id)
+				out[i-1] = append(out[i-1], key)
 			}
 		}
 		return rows.Err()
 	})
 	return out, err
+}
+
+// scanMatch reads one (point index, id) row of a batch, the id written as
+// JSON: a fence's integer id when l is nil, else l's key.
+func scanMatch(rows pgx.Rows, l *layerSQL) (int64, string, error) {
+	var i int64
+	if l == nil {
+		var id int64
+		err := rows.Scan(&i, &id)
+		return i, strconv.FormatInt(id, 10), err
+	}
+	var key string
+	err := rows.Scan(&i, &key)
+	return i, string(l.keyJSON(key)), err
 }

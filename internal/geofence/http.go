@@ -255,9 +255,10 @@ func readBody(c *gin.Context, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// Contains serves GET /geofences/contains: the fences holding a point.
+// Contains serves GET /geofences/contains: the fences, or the features of
+// a polygon layer, holding a point.
 func (h *Handler) Contains(c *gin.Context) {
-	p, err := parsePoint(c.Request.URL.Query())
+	p, layer, err := parseContains(c.Request.URL.Query())
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -265,7 +266,7 @@ func (h *Handler) Contains(c *gin.Context) {
 	if !h.check(c, p.Lng, p.Lat, 0) {
 		return
 	}
-	fs, err := h.svc.Contains(c.Request.Context(), p)
+	fs, err := h.svc.Contains(c.Request.Context(), layer, p)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -275,7 +276,13 @@ func (h *Handler) Contains(c *gin.Context) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = fmt.Appendf(b, `{"id":%d,"properties":`, f.ID)
+		b = append(b, `{"id":`...)
+		if f.Key != nil {
+			b = append(b, f.Key...)
+		} else {
+			b = strconv.AppendInt(b, f.ID, 10)
+		}
+		b = append(b, `,"properties":`...)
 		b = appendProps(b, f, nil)
 		b = append(b, '}')
 	}
@@ -283,8 +290,14 @@ func (h *Handler) Contains(c *gin.Context) {
 }
 
 // ContainsBatch serves POST /geofences/contains: for each point of a
-// batch, the ids of the fences holding it.
+// batch, the ids of the fences, or of the features of a polygon layer,
+// holding it.
 func (h *Handler) ContainsBatch(c *gin.Context) {
+	layer, err := parseLayer(c.Request.URL.Query())
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
 	body, err := readBody(c, h.rules.MaxBodyBytes)
 	if err != nil {
 		httpx.Abort(c, err)
@@ -300,7 +313,7 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 			return
 		}
 	}
-	ids, err := h.svc.ContainsBatch(c.Request.Context(), pts)
+	ids, err := h.svc.ContainsBatch(c.Request.Context(), layer, pts)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -315,7 +328,7 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendInt(b, id, 10)
+			b = append(b, id...)
 		}
 		b = append(b, "]}"...)
 	}

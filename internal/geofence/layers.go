@@ -17,6 +17,9 @@ type layerSQL struct {
 	// properties): its features keep the properties they always had.
 	own    bool
 	within string
+	// containsOne and containsBatch are the point-in-polygon statements,
+	// "" for a layer without polygons.
+	containsOne, containsBatch string
 }
 
 // newLayerSQL builds the statements of l; own is geogate's schema, which
@@ -27,6 +30,10 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 	keyed.Key = key
 	s := &layerSQL{l: &keyed, own: shaped}
 	s.within = withinSQL(s.l, catalog.QuoteIdent(own), shaped)
+	if l.Polygonal() {
+		s.containsOne = containsOneSQL(s.l, own, shaped)
+		s.containsBatch = containsBatchSQL(s.l, own)
+	}
 	return s
 }
 

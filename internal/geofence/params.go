@@ -166,6 +166,15 @@ type withinRequest struct {
 // that names no layer is a 404, not a 422.
 var layerID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
 
+// layer reads the optional layer parameter.
+func layer(v url.Values, errs *apperr.ValidationError) (string, bool) {
+	s, ok := param(v, "layer", errs)
+	if ok && !layerID.MatchString(s) {
+		errs.Add("A layer id is 1 to 200 letters, digits, _ and -: GET /layers lists them.", "string_pattern_mismatch", "query", "layer")
+	}
+	return s, ok
+}
+
 // parseWithin reads every /within parameter and reports every problem at
 // once. Unknown parameters are ignored.
 func parseWithin(v url.Values, r Rules) (withinRequest, error) {
@@ -177,11 +186,8 @@ func parseWithin(v url.Values, r Rules) (withinRequest, error) {
 	q.Limit = limit(v, r, errs)
 	q.Props = props(v, errs)
 	q.Layer = "places"
-	if s, ok := param(v, "layer", errs); ok {
+	if s, ok := layer(v, errs); ok {
 		q.Layer = s
-		if !layerID.MatchString(s) {
-			errs.Add("A layer id is 1 to 200 letters, digits, _ and -: GET /layers lists them.", "string_pattern_mismatch", "query", "layer")
-		}
 	}
 	q.Cursor, _ = param(v, "cursor", errs)
 	return q, errs.Err()
@@ -202,13 +208,22 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-// parsePoint reads the lng and lat parameters.
-func parsePoint(v url.Values) (Point, error) {
+// parseContains reads the lng, lat and layer parameters of GET
+// /geofences/contains; no layer is the built-in fences ("").
+func parseContains(v url.Values) (Point, string, error) {
 	errs := &apperr.ValidationError{}
 	var p Point
 	p.Lng, _ = number(v, "lng", -180, 180, errs)
 	p.Lat, _ = number(v, "lat", -90, 90, errs)
-	return p, errs.Err()
+	l, _ := layer(v, errs)
+	return p, l, errs.Err()
+}
+
+// parseLayer reads the layer parameter of POST /geofences/contains.
+func parseLayer(v url.Values) (string, error) {
+	errs := &apperr.ValidationError{}
+	l, _ := layer(v, errs)
+	return l, errs.Err()
 }
 
 // listRequest is a parsed GET /geofences.

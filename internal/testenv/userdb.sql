@@ -139,4 +139,51 @@ FROM generate_series(1, 1000000) AS g
 JOIN public.places p ON p.id = 1 + (g::bigint * 7919) % (SELECT count(*) FROM public.places);
 CREATE INDEX million_geom_idx ON public.million USING gist (geom);
 
+-- Countries as a team keeps them: multipolygons in Web Mercator, cut at
+-- 85 degrees of latitude where the projection ends, keyed by a text code;
+-- some of them have thousands of vertices.
+CREATE TABLE public.countries (
+    iso3       text PRIMARY KEY,
+    label      text NOT NULL,
+    population bigint,
+    geom       geometry(MultiPolygon, 3857) NOT NULL
+);
+INSERT INTO public.countries
+SELECT name, 'Country ' || name, id * 1000,
+       ST_Multi(ST_CollectionExtract(ST_Transform(ST_Intersection(geom, ST_MakeEnvelope(-180, -85, 180, 85, 4326)), 3857), 3))
+FROM public.geofences
+WHERE NOT ST_IsEmpty(ST_Intersection(geom, ST_MakeEnvelope(-180, -85, 180, 85, 4326)));
+CREATE INDEX countries_geom_idx ON public.countries USING gist (geom);
+
+-- Zones on the sphere: geography polygons, whose edges are great circles
+-- (the southern edge of a zone between two points at 50 degrees north
+-- runs north of that parallel), one of them across the antimeridian.
+CREATE TABLE public.zones (
+    zone_id integer PRIMARY KEY,
+    label   text NOT NULL,
+    geog    geography(Polygon, 4326) NOT NULL
+);
+INSERT INTO public.zones VALUES
+    (1, 'wide north', 'SRID=4326;POLYGON((0 50, 40 50, 40 60, 0 60, 0 50))'),
+    (2, 'antimeridian', 'SRID=4326;POLYGON((170 -20, -170 -20, -170 -10, 170 -10, 170 -20))'),
+    (3, 'small', 'SRID=4326;POLYGON((2.2 48.8, 2.5 48.8, 2.5 48.9, 2.2 48.9, 2.2 48.8))'),
+    (4, 'overlap', 'SRID=4326;POLYGON((10 45, 30 45, 30 55, 10 55, 10 45))');
+CREATE INDEX zones_geog_idx ON public.zones USING gist (geog);
+
+-- Geometries of every kind in one generic column: squares, their centre
+-- points, lines across them, a collection holding a polygon, and small
+-- circles around the cities of Luxembourg.
+CREATE TABLE public.landmarks (
+    id   integer PRIMARY KEY,
+    kind text NOT NULL,
+    geom geometry(Geometry, 4326) NOT NULL
+);
+INSERT INTO public.landmarks
+SELECT i, 'square', ST_MakeEnvelope(i, 10, i + 1, 11, 4326) FROM generate_series(0, 9) AS i
+UNION ALL SELECT 100 + i, 'centre', ST_SetSRID(ST_Point(i + 0.5, 10.5), 4326) FROM generate_series(0, 9) AS i
+UNION ALL SELECT 200 + i, 'line', ST_SetSRID(ST_MakeLine(ST_Point(i, 10.25), ST_Point(i + 1, 10.25)), 4326) FROM generate_series(0, 9) AS i
+UNION ALL SELECT 300, 'collection', ST_Collect(ST_SetSRID(ST_Point(20.5, 10.5), 4326), ST_MakeEnvelope(20, 10, 21, 11, 4326))
+UNION ALL SELECT 400 + id::int, 'circle', ST_Buffer(geom, 0.02, 8) FROM public.places WHERE properties->>'country' = 'LU';
+CREATE INDEX landmarks_geom_idx ON public.landmarks USING gist (geom);
+
 ANALYZE;
