@@ -85,6 +85,15 @@ func TestFeaturesTour(t *testing.T) {
 		{"NoTime", "/collections/places/items?datetime=2024-01-01", 400},
 		{"BadCursor", "/collections/places/items?cursor=abc", 400},
 		{"BadFormat", "/collections?f=xml", 400},
+		{"Filter", "/collections/places/items?filter=" + url.QueryEscape("country = 'LU' AND name LIKE 'E%'"), 200},
+		{"FilterJSON", "/collections/places/items?filter-lang=cql2-json&filter=" + url.QueryEscape(`{"op":"in","args":[{"property":"country"},["LU","LI"]]}`), 200},
+		{"FilterSpatial", "/collections/places/items?filter=" + url.QueryEscape("S_INTERSECTS(geometry, POLYGON((13 52.3, 13.8 52.3, 13.8 52.7, 13 52.7, 13 52.3)))"), 200},
+		{"FilterCRS", "/collections/places/items?filter-crs=http://www.opengis.net/def/crs/EPSG/0/3857&filter=" + url.QueryEscape("S_INTERSECTS(geometry, BBOX(1447153, 6856595, 1536209, 6928991))"), 200},
+		{"FilterSyntax", "/collections/places/items?filter=" + url.QueryEscape("country = "), 400},
+		{"FilterUnknownProperty", "/collections/places/items?filter=" + url.QueryEscape("colour = 'red'"), 400},
+		{"FilterBadLang", "/collections/places/items?filter-lang=sql&filter=1", 400},
+		{"FilterCRSAlone", "/collections/places/items?filter-crs=EPSG:3857", 400},
+		{"FilterTooDeep", "/collections/places/items?filter=" + url.QueryEscape(strings.Repeat("(", 200)+"country = 'LU'"+strings.Repeat(")", 200)), 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +108,74 @@ func TestFeaturesTour(t *testing.T) {
 				t.Errorf("GET %s Content-Type = %q, want application/geo+json", tt.path, h.Get("Content-Type"))
 			}
 		})
+	}
+}
+
+// TestFeaturesFiltersMatchSQL: CQL2 filters, in text and in JSON, select
+// through HTTP what the equivalent SQL selects on the demo data.
+func TestFeaturesFiltersMatchSQL(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"})
+	tests := []struct{ text, json, where string }{
+		{"country = 'LU'", `{"op":"=","args":[{"property":"country"},"LU"]}`, "properties->>'country' = 'LU'"},
+		{"country IN ('LI','MC') OR name LIKE 'Ber%'", `{"op":"or","args":[{"op":"in","args":[{"property":"country"},["LI","MC"]]},{"op":"like","args":[{"property":"name"},"Ber%"]}]}`,
+			"properties->>'country' IN ('LI','MC') OR name LIKE 'Ber%'"},
+		{"S_INTERSECTS(geometry, BBOX(5.7, 49.4, 6.6, 50.2)) AND NOT country = 'LU'",
+			`{"op":"and","args":[{"op":"s_intersects","args":[{"property":"geometry"},{"bbox":[5.7,49.4,6.6,50.2]}]},{"op":"not","args":[{"op":"=","args":[{"property":"country"},"LU"]}]}]}`,
+			"ST_Intersects(geom, ST_MakeEnvelope(5.7, 49.4, 6.6, 50.2, 4326)) AND NOT properties->>'country' = 'LU'"},
+		{"id BETWEEN 100 AND 140", `{"op":"between","args":[{"property":"id"},100,140]}`, "id BETWEEN 100 AND 140"},
+	}
+	for _, tt := range tests {
+		var want int
+		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM places WHERE "+tt.where).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if want == 0 {
+			t.Fatalf("%s selects nothing: the case shows nothing", tt.where)
+		}
+		for lang, f := range map[string]string{"cql2-text": tt.text, "cql2-json": tt.json} {
+			path := "/collections/places/items?limit=10000&filter-lang=" + lang + "&filter=" + url.QueryEscape(f)
+			status, _, body := call(t, "GET", base+path, "", "")
+			var p ogcPage
+			if status != 200 || json.Unmarshal(body, &p) != nil {
+				t.Errorf("%s %s = %d %.300s", lang, f, status, body)
+				continue
+			}
+			if p.NumberMatched != want || len(p.Features) != want {
+				t.Errorf("%s %s: %d features, numberMatched %d; SQL selects %d", lang, f, len(p.Features), p.NumberMatched, want)
+			}
+		}
+	}
+}
+
+// TestFeaturesTamperedCursor: a next link whose cursor was edited, or
+// moved to another query, is a 400.
+func TestFeaturesTamperedCursor(t *testing.T) {
+	_, dbURL := testenv.DemoDBWithURL(t)
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"})
+	status, _, body := call(t, "GET", base+"/collections/places/items?limit=2&bbox=13,52.3,13.8,52.7", "", "")
+	var p ogcPage
+	if status != 200 || json.Unmarshal(body, &p) != nil || p.next() == "" {
+		t.Fatalf("first page = %d %.300s", status, body)
+	}
+	u, _ := url.Parse(p.next())
+	cursor := u.Query().Get("cursor")
+	flipped := []byte(cursor)
+	flipped[len(flipped)/2] ^= 1
+	for name, q := range map[string]string{
+		"edited":        "limit=2&bbox=13,52.3,13.8,52.7&cursor=" + url.QueryEscape(string(flipped)),
+		"other bbox":    "limit=2&bbox=13,52.3,13.9,52.7&cursor=" + url.QueryEscape(cursor),
+		"other sort":    "limit=2&bbox=13,52.3,13.8,52.7&sortby=name&cursor=" + url.QueryEscape(cursor),
+		"other dataset": "limit=2&cursor=" + url.QueryEscape(cursor),
+	} {
+		status, _, body := call(t, "GET", base+"/collections/places/items?"+q, "", "")
+		if status != 400 || !strings.Contains(string(body), "cursor") {
+			t.Errorf("%s cursor: %d %.200s, want a 400 about the cursor", name, status, body)
+		}
+	}
+	status, _, _ = call(t, "GET", p.next(), "", "")
+	if status != 200 {
+		t.Errorf("the untouched next link = %d, want 200", status)
 	}
 }
 
