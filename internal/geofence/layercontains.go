@@ -50,18 +50,26 @@ ORDER BY r.k`, pointsFrom(l, own, "ARRAY[$1::float8]", "ARRAY[$2::float8]"), nam
 // key, as text, of a feature holding it, by point and key.
 func containsBatchSQL(l *catalog.Layer, own string) string {
 	key, _ := keyExpr(l, "l")
+	with := ""
 	join := "JOIN " + l.Qualified() + " l ON " + holds(l, "l", "pt.g")
+	if !l.Indexed && l.Parts == nil {
+		// Without an index every point scans the layer: read it once, so
+		// that a view's computed geometries are computed once per batch
+		// rather than once per point.
+		with = "WITH l AS MATERIALIZED (SELECT * FROM " + l.Qualified() + ")"
+		join = "JOIN l ON " + holds(l, "l", "pt.g")
+	}
 	if l.Parts != nil {
 		join = fmt.Sprintf("JOIN %s p ON ST_Intersects(p.geom, pt.g)\n  JOIN %s l ON %s = p.%s",
 			partsTable(l, own), l.Qualified(), key, catalog.QuoteIdent(l.Parts.Key))
 	}
-	return fmt.Sprintf(`
+	return fmt.Sprintf(`%s
 SELECT m.i, m.k::text FROM (
   SELECT DISTINCT pt.i, %s AS k
   FROM %s
   %s
 ) m
-ORDER BY m.i, m.k`, key, pointsFrom(l, own, "$1::float8[]", "$2::float8[]"), join)
+ORDER BY m.i, m.k`, with, key, pointsFrom(l, own, "$1::float8[]", "$2::float8[]"), join)
 }
 
 // pointsFrom is the FROM item pt(i, g) of the points of the longitude and
