@@ -160,3 +160,16 @@ func (l *Layer) GeogateShape() (Key, bool) {
 	}
 	return Key{Column: "id", Type: "integer", PGType: id.PGType}, true
 }
+
+// LonLatOfGeography is the SQL of geography column col as a geometry in
+// longitude/latitude that draws as it lies on the sphere. A cast alone
+// reads an edge from 170° to -170° as running the long way round, so a
+// shape that crosses the antimeridian is shifted into 0..360° and cut back
+// at 180° instead; points need neither.
+func LonLatOfGeography(col, geometryType string) string {
+	if strings.HasSuffix(strings.ToUpper(strings.TrimSuffix(geometryType, "M")), "POINT") {
+		return col + "::geometry"
+	}
+	return fmt.Sprintf("CASE WHEN ST_Intersects(%[1]s, 'SRID=4326;LINESTRING(180 -89.9, 180 0, 180 89.9)'::geography) "+
+		"THEN ST_WrapX(ST_ShiftLongitude(%[1]s::geometry), 180, -360) ELSE %[1]s::geometry END", col)
+}

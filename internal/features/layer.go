@@ -69,7 +69,7 @@ func lonLatExpr(l *catalog.Layer) string {
 	col := "l." + catalog.QuoteIdent(l.Column)
 	switch {
 	case l.Geography:
-		return col + "::geometry"
+		return catalog.LonLatOfGeography(col, l.GeometryType)
 	case l.SRID == 4326:
 		return col
 	}

@@ -77,7 +77,7 @@ func (b builder) indexed() string {
 func (b builder) lngLat() string {
 	switch {
 	case b.l.src.Geography:
-		return b.col() + "::geometry"
+		return catalog.LonLatOfGeography(b.col(), b.l.src.GeometryType)
 	case b.srid() == 4326:
 		return b.col()
 	}
