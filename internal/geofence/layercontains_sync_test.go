@@ -94,7 +94,12 @@ func TestContainsCopyFollowsPlainSQL(t *testing.T) {
 	square := func(lng, lat float64) string {
 		return fmt.Sprintf("public.ST_Multi(public.ST_Transform(public.ST_MakeEnvelope(%v, %v, %v, %v, 4326), 3857))", lng-0.5, lat-0.5, lng+0.5, lat+0.5)
 	}
-	pts := append(pointsFor(t, pool, l), [2]float64{5, 5}, [2]float64{6, 6}, [2]float64{7, 7}, [2]float64{8, 8}, [2]float64{13.4, 52.5})
+	pts := [][2]float64{{5, 5}, {6, 6}, {7, 7}, {8, 8}, {13.4, 52.5}}
+	for i, p := range pointsFor(t, pool, l) {
+		if i%3 == 0 {
+			pts = append(pts, p)
+		}
+	}
 	sql := func(q string) func() error {
 		return func() error { _, err := app.Exec(ctx, q); return err }
 	}
