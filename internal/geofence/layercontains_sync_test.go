@@ -94,7 +94,12 @@ func TestContainsCopyFollowsPlainSQL(t *testing.T) {
 	square := func(lng, lat float64) string {
 		return fmt.Sprintf("public.ST_Multi(public.ST_Transform(public.ST_MakeEnvelope(%v, %v, %v, %v, 4326), 3857))", lng-0.5, lat-0.5, lng+0.5, lat+0.5)
 	}
-	pts := append(pointsFor(t, pool, l), [2]float64{5, 5}, [2]float64{6, 6}, [2]float64{7, 7}, [2]float64{8, 8}, [2]float64{13.4, 52.5})
+	pts := [][2]float64{{5, 5}, {6, 6}, {7, 7}, {8, 8}, {13.4, 52.5}}
+	for i, p := range pointsFor(t, pool, l) {
+		if i%3 == 0 {
+			pts = append(pts, p)
+		}
+	}
 	sql := func(q string) func() error {
 		return func() error { _, err := app.Exec(ctx, q); return err }
 	}
@@ -170,14 +175,16 @@ func copyDrift(t *testing.T, pool *pgxpool.Pool, l *catalog.Layer) (orphans, mis
 	return orphans, missing
 }
 
-// TestContainsUsesTheLayersIndex reads the plans of both statements: the
-// copy is searched through its GiST index and the layer read by its key;
-// without a copy, the layer through its own spatial index in its SRID
-// (state plane feet, Web Mercator, geography). No relation is scanned
-// whole, with custom or generic plans.
+// TestContainsUsesTheLayersIndex reads the plans of both statements,
+// custom and generic: without a copy, the layer is searched through its
+// own spatial index in its SRID (state plane feet, Web Mercator,
+// geography); with one, the copy through its GiST index, and the layer
+// is only joined to it by key (through its key index, or a hash of a
+// small table, as the planner finds cheaper). Neither is read whole for
+// the spatial test.
 func TestContainsUsesTheLayersIndex(t *testing.T) {
 	pool, cat, svc, _ := containsService(t)
-	check := func(t *testing.T, layer string, want []string) {
+	check := func(t *testing.T, layer, index, notScanned string) {
 		l, err := svc.polygonLayer(layer)
 		if err != nil {
 			t.Fatal(err)
@@ -192,13 +199,11 @@ func TestContainsUsesTheLayersIndex(t *testing.T) {
 			} {
 				indexes := planIndexes(t, pool, mode, stmt.sql, stmt.args)
 				t.Logf("%s: %s", mode, indexes)
-				for _, w := range want {
-					if !strings.Contains(indexes, w) {
-						t.Errorf("%s: the plan reads %s, want %s", mode, indexes, w)
-					}
+				if !strings.Contains(indexes, index) {
+					t.Errorf("%s: the plan reads %s, want %s", mode, indexes, index)
 				}
-				if strings.Contains(indexes, "Seq Scan") {
-					t.Errorf("%s: the plan scans a relation whole: %s", mode, indexes)
+				if strings.Contains(indexes, "Seq Scan on "+notScanned) {
+					t.Errorf("%s: the plan reads %s whole: %s", mode, notScanned, indexes)
 				}
 			}
 		}
@@ -208,15 +213,12 @@ func TestContainsUsesTheLayersIndex(t *testing.T) {
 		{"countries", "countries_geom_idx"},
 		{"zones", "zones_geog_idx"},
 	} {
-		t.Run("Direct/"+c.layer, func(t *testing.T) { check(t, c.layer, []string{c.index}) })
+		t.Run("Direct/"+c.layer, func(t *testing.T) { check(t, c.layer, c.index, c.layer) })
 	}
 	subdivide(t, pool, cat)
-	for _, c := range []struct{ layer, key string }{
-		{"parcels", "parcels_pkey"},
-		{"countries", "countries_pkey"},
-	} {
-		parts := cat.Layer(c.layer).Parts.Table
-		t.Run("Subdivided/"+c.layer, func(t *testing.T) { check(t, c.layer, []string{parts + "_geom_idx", c.key}) })
+	for _, layer := range []string{"parcels", "countries"} {
+		parts := cat.Layer(layer).Parts.Table
+		t.Run("Subdivided/"+layer, func(t *testing.T) { check(t, layer, parts+"_geom_idx", parts) })
 	}
 }
 

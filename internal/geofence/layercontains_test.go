@@ -175,9 +175,14 @@ func independentContains(t testing.TB, pool *pgxpool.Pool, l *catalog.Layer, pts
 }
 
 // pointsFor are test points for l: vertices of its polygons (on their
-// boundaries), points spread over its extent, and points far from it.
+// boundaries), points spread over its extent, and points far from it;
+// fewer for a layer every point of which reads every row.
 func pointsFor(t testing.TB, pool *pgxpool.Pool, l *catalog.Layer) [][2]float64 {
 	t.Helper()
+	vertices, spread := 80, 200
+	if l.ContainsPath() == "scan" {
+		vertices, spread = 20, 40
+	}
 	col := "l." + catalog.QuoteIdent(l.Column) + "::geometry"
 	if !l.Geography && l.SRID != 4326 {
 		col = "ST_Transform(" + col + ", 4326)"
@@ -186,7 +191,7 @@ func pointsFor(t testing.TB, pool *pgxpool.Pool, l *catalog.Layer) [][2]float64 
 	var out [][2]float64
 	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT ST_X(p), ST_Y(p) FROM (
 		SELECT (ST_DumpPoints(ST_CollectionExtract(%s, 3))).geom AS p, row_number() OVER () AS n
-		FROM (SELECT * FROM %s l ORDER BY md5(l::text) LIMIT 40) l) v WHERE n %% 7 = 0 LIMIT 150`, col, l.Qualified()))
+		FROM (SELECT * FROM %s l ORDER BY md5(l::text) LIMIT 40) l) v WHERE n %% 7 = 0 LIMIT %d`, col, l.Qualified(), vertices))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +220,7 @@ func pointsFor(t testing.TB, pool *pgxpool.Pool, l *catalog.Layer) [][2]float64 
 	}
 	rows.Close()
 	rng := rand.New(rand.NewPCG(uint64(len(l.ID)), 11))
-	for i := range 400 {
+	for i := range spread {
 		b := boxes[i%len(boxes)]
 		out = append(out, [2]float64{b[0] + rng.Float64()*(b[2]-b[0]), b[1] + rng.Float64()*(b[3]-b[1])})
 	}
@@ -241,7 +246,7 @@ func checkAgainstIndependent(t *testing.T, pool *pgxpool.Pool, h http.Handler, l
 	if matched < 20 {
 		t.Errorf("only %d of %d points are in a feature: the case tests little", matched, len(pts))
 	}
-	for i := 0; i < len(pts); i += 9 {
+	for i := 0; i < len(pts); i += 13 {
 		var ids []string
 		for _, f := range getContains(t, h, l.ID, pts[i]) {
 			ids = append(ids, idText(t, f.ID))
@@ -287,6 +292,9 @@ func TestContainsOnEveryPolygonLayer(t *testing.T) {
 				t.Run(l.ID, func(t *testing.T) {
 					if got, want := l.ContainsPath(), wantPath[l.ID][i]; got != want {
 						t.Errorf("ContainsPath() = %q, want %q", got, want)
+					}
+					if i == 1 && wantPath[l.ID][0] == wantPath[l.ID][1] {
+						return // answered as before
 					}
 					checkAgainstIndependent(t, pool, h, l)
 				})
