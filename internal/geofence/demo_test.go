@@ -232,7 +232,7 @@ func TestDemoCountryContainment(t *testing.T) {
 			t.Fatal(err)
 		}
 		naive := make([][]int64, len(lngs))
-		rows, err := svc.db.pool.Query(context.Background(), NaiveContainsBatchSQL, lngs, lats)
+		rows, err := svc.db.pool().Query(context.Background(), NaiveContainsBatchSQL, lngs, lats)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -50,7 +51,7 @@ func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(co
 	if own == "" {
 		own = "geogate"
 	}
-	svc := &Service{db: db{pool: pool, timeouts: s.Timeouts, stale: cat.RefreshSoon}, cat: cat, own: own, committed: committed}
+	svc := &Service{db: db{run: pg.Runner{Pool: pool, Timeouts: s.Timeouts, Stale: cat.RefreshSoon}}, cat: cat, own: own, committed: committed}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }
