@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/bench/internal/apiproc"
 	"github.com/geogate/geogate/bench/internal/demo"
 	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/catalog"
@@ -500,45 +500,12 @@ func median(xs []float64) float64 {
 // startAPI starts `api serve` on a free loopback port with b.env and waits
 // for /healthz. The returned func stops it.
 func (b *bench) startAPI(bin string) (func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := apiproc.Start(bin, b.envList())
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "serve", "--port", strconv.Itoa(port))
-	cmd.Env = os.Environ()
-	for k, v := range b.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}
-	b.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if resp, err := http.Get(b.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("%s did not become healthy on port %d", bin, port)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.base = base
+	return stop, nil
 }
 
 func ints(s string) []int {
@@ -559,4 +526,13 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// envList is b.env as KEY=VALUE entries.
+func (b *bench) envList() []string {
+	var out []string
+	for k, v := range b.env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }

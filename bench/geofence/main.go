@@ -41,7 +41,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +49,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/bench/internal/apiproc"
 	"github.com/geogate/geogate/bench/internal/demo"
 	"github.com/geogate/geogate/bench/internal/load"
 	"github.com/geogate/geogate/internal/catalog"
@@ -407,47 +407,17 @@ func (b *bench) serveInProcess() (string, error) {
 // rate limit raised out of the way and waits for /healthz. The returned
 // func stops it.
 func (b *bench) startAPI(bin, dbURL, redisURL string) (func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := apiproc.Start(bin, []string{
+		"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL,
+		"RATELIMIT_GEOFENCE=100000/1s", // the exact log's largest window
+		"DB_MAX_CONNS=" + strconv.Itoa(b.apiPool), "DB_MIN_CONNS=" + strconv.Itoa(b.apiPool),
+		"LOG_LEVEL=warn", // no access log line per request
+	})
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "serve", "--port", strconv.Itoa(port))
-	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL,
-		"RATELIMIT_GEOFENCE=100000/1s", // the exact log's largest window
-		"DB_MAX_CONNS="+strconv.Itoa(b.apiPool), "DB_MIN_CONNS="+strconv.Itoa(b.apiPool),
-		"LOG_LEVEL=warn", // no access log line per request
-	)
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}
-	b.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if resp, err := http.Get(b.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("%s did not become healthy on port %d", bin, port)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.base = base
+	return stop, nil
 }
 
 func ints(s string) []int {
