@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -49,6 +50,10 @@ type WindowState struct {
 	Ends time.Time
 	// Exceeded marks the windows that refused the request.
 	Exceeded bool
+}
+
+func (w WindowState) String() string {
+	return fmt.Sprintf("%s %s: %d used, %d left, reset %v", w.Name, w.Window, w.Used, w.Remaining, w.Reset)
 }
 
 func windowName(policy string, i int, w Window) string {
