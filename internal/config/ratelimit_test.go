@@ -163,3 +163,21 @@ policies:
 		t.Errorf("rate-limit windows = %v, want the built-in 60/1m", rl.Windows)
 	}
 }
+
+// TestShippedPolicyFile: configs/ratelimit.yaml loads, and restates the
+// built-in policies as they are.
+func TestShippedPolicyFile(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"DATABASE_URL": "postgres://u@localhost/db", "REDIS_URL": "redis://localhost:6379/0",
+		"RATELIMIT_CONFIG": "../../configs/ratelimit.yaml",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range ratelimit.DefaultPolicies() {
+		got, ok := c.RateLimit[name]
+		if !ok || !cmp.Equal(got.Windows, want.Windows) || got.Algorithm != want.Algorithm || got.Failure != want.Failure {
+			t.Errorf("policy %s from the file = %+v, want the built-in %+v", name, got, want)
+		}
+	}
+}
