@@ -48,14 +48,25 @@ func quotas(key string, set *windowSet, t int64) []quota {
 	if len(set.cal) == 0 {
 		return nil
 	}
-	at := time.UnixMicro(t)
 	out := make([]quota, len(set.cal))
 	for j, i := range set.cal {
 		w := set.ws[i]
-		start, end, label := period(w.Calendar, set.loc, at)
-		out[j] = quota{key: quotaKey(key, w.Calendar, label), limit: int64(w.Limit), start: start.UnixMicro(), end: end.UnixMicro()}
+		p := set.periods[j].Load()
+		if p == nil || t < p.start || t >= p.end {
+			start, end, label := period(w.Calendar, set.loc, time.UnixMicro(t))
+			p = &cachedPeriod{start: start.UnixMicro(), end: end.UnixMicro(), label: label}
+			set.periods[j].Store(p)
+		}
+		out[j] = quota{key: quotaKey(key, w.Calendar, p.label), limit: int64(w.Limit), start: p.start, end: p.end}
 	}
 	return out
+}
+
+// cachedPeriod is the calendar period a window set's quota last fell in:
+// most decisions fall in the same one, and need not work it out again.
+type cachedPeriod struct {
+	start, end int64 // microseconds since the epoch
+	label      string
 }
 
 // quotaKey names the counter of one calendar period next to key, the

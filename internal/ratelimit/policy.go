@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,6 +119,8 @@ type windowSet struct {
 	sliding []int
 	cal     []int
 	loc     *time.Location // of the calendar quotas
+	// periods caches, per calendar quota, the period of the last decision.
+	periods []atomic.Pointer[cachedPeriod]
 }
 
 func newWindowSet(policy string, ws []Window) *windowSet { return newWindowSetIn(policy, ws, nil) }
@@ -137,6 +140,7 @@ func newWindowSetIn(policy string, ws []Window, loc *time.Location) *windowSet {
 		s.sliding = append(s.sliding, i)
 		s.tail = append(s.tail, strconv.Itoa(w.Limit), strconv.FormatInt(w.Period.Microseconds(), 10))
 	}
+	s.periods = make([]atomic.Pointer[cachedPeriod], len(s.cal))
 	return s
 }
 
