@@ -105,10 +105,7 @@ func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int
 	qs := quotas(key, set, now)
 	sh := s.shard(key, now)
 	defer sh.mu.Unlock()
-	sliding := make([]Window, len(set.sliding))
-	for k, i := range set.sliding {
-		sliding[k] = set.ws[i]
-	}
+	sliding := set.slide
 	// The quotas' counts before the decision; nil: none.
 	counts := sh.quotaCounts(qs, now)
 	fits := func(cost int64) bool {

@@ -118,6 +118,7 @@ type windowSet struct {
 	tail    []any // limit, period in microseconds, per sliding window
 	sliding []int
 	cal     []int
+	slide   []Window // the sliding windows, in order
 	loc     *time.Location // of the calendar quotas
 	// periods caches, per calendar quota, the period of the last decision.
 	periods []atomic.Pointer[cachedPeriod]
@@ -138,6 +139,7 @@ func newWindowSetIn(policy string, ws []Window, loc *time.Location) *windowSet {
 			continue
 		}
 		s.sliding = append(s.sliding, i)
+		s.slide = append(s.slide, w)
 		s.tail = append(s.tail, strconv.Itoa(w.Limit), strconv.FormatInt(w.Period.Microseconds(), 10))
 	}
 	s.periods = make([]atomic.Pointer[cachedPeriod], len(s.cal))
