@@ -118,7 +118,7 @@ type windowSet struct {
 	tail    []any // limit, period in microseconds, per sliding window
 	sliding []int
 	cal     []int
-	slide   []Window // the sliding windows, in order
+	slide   []Window       // the sliding windows, in order
 	loc     *time.Location // of the calendar quotas
 	// periods caches, per calendar quota, the period of the last decision.
 	periods []atomic.Pointer[cachedPeriod]
