@@ -3,7 +3,9 @@
 // Lua script driven straight through go-redis at the same concurrency;
 // Redis round trips per decision; and Redis memory per key (MEMORY USAGE)
 // for the exact log and the counter approximation at limits of 10, 1,000
-// and 100,000. Run it from the repository root:
+// and 100,000; and a policy of two sliding windows and a daily calendar
+// quota through the limiter next to log.lua with the same keys and
+// arguments. Run it from the repository root:
 //
 //	go run ./bench/ratelimit -redis redis://127.0.0.1:56379/0
 package main
@@ -75,6 +77,7 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline, workers
 	run := fmt.Sprintf("b%d", time.Now().UnixNano())
 	policies := map[string]ratelimit.Policy{
 		"bench": {Windows: []ratelimit.Window{{Limit: 100, Period: time.Second}}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
+		"quota": {Windows: quotaWindows, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
 	}
 	for _, n := range []int{10, 1000, 100000} {
 		for _, alg := range []ratelimit.Algorithm{ratelimit.Log, ratelimit.Counter} {
@@ -150,10 +153,60 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline, workers
 	}
 	fmt.Print("\n\n")
 
+	if err := quotaCase(c, l, ids, conc, dur, runs, run, script); err != nil {
+		return err
+	}
 	if err := roundTrips(ctx, url, run); err != nil {
 		return err
 	}
 	return memory(ctx, c, l, run)
+}
+
+// quotaWindows are two sliding windows and a daily calendar quota.
+var quotaWindows = []ratelimit.Window{
+	{Limit: 100, Period: time.Second}, {Limit: 6000, Period: time.Minute}, ratelimit.CalendarWindow(1_000_000, ratelimit.Day),
+}
+
+// quotaCase measures decisions of the policy "quota" through the limiter,
+// next to log.lua driven straight through go-redis with the same keys (the
+// log and the day's counter in its slot) and arguments.
+func quotaCase(c redis.UniversalClient, l *ratelimit.Limiter, ids []string, conc int, dur time.Duration, runs int, run string, script *redis.Script) error {
+	nkeys := len(ids)
+	var seq atomic.Uint64
+	raw := func(ctx context.Context, w, i int) error {
+		id := ids[(w*7919+i)%nkeys]
+		now := time.Now().UTC()
+		day := now.Truncate(24 * time.Hour)
+		key := "rl:quota:" + id
+		return script.Run(ctx, c, []string{key, "{" + key + "}:day:" + day.Format("2006-01-02")}, "", 1, run+strconv.FormatUint(seq.Add(1), 36),
+			100, int64(time.Second/time.Microsecond), 6000, int64(time.Minute/time.Microsecond), 1_000_000, day.Add(24*time.Hour).UnixMicro()).Err()
+	}
+	lim := func(ctx context.Context, w, i int) error {
+		_, err := l.Allow(ctx, "quota", ids[(w*7919+i)%nkeys], 1)
+		return err
+	}
+	var rawS, limS []load.Result
+	for i := range runs {
+		if i%2 == 0 {
+			rawS = append(rawS, measure(conc, dur, raw))
+			limS = append(limS, measure(conc, dur, lim))
+		} else {
+			limS = append(limS, measure(conc, dur, lim))
+			rawS = append(rawS, measure(conc, dur, raw))
+		}
+	}
+	r, m := median(rawS), median(limS)
+	fmt.Printf("## Two sliding windows and a daily calendar quota (100/1s, 6000/1m, 1000000/1d@calendar; concurrency %d, %d identities, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
+	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
+	fmt.Println("|---|---|---|---|---|")
+	row := func(name string, s load.Result) {
+		fmt.Printf("| %s | %.0f | %.3f | %.3f | %d |\n", name, s.Rate, s.P50, s.P99, s.Errors)
+	}
+	row("bare log.lua with the day's counter, Script.Run", r)
+	row("Limiter.Allow, 2 windows and 1d@calendar", m)
+	fmt.Printf("\nLimiter with a calendar quota: %.1f%% of its bare script.", 100*m.Rate/r.Rate)
+	fmt.Printf("\nCPU per decision, microseconds: bare script: %s; limiter: %s\n\n", r.CPUNote("bench", "redis-server"), m.CPUNote("bench", "redis-server"))
+	return nil
 }
 
 // counter is a go-redis hook counting what reaches the network.
@@ -178,7 +231,8 @@ func roundTrips(ctx context.Context, url, run string) error {
 	h := &counter{}
 	c.AddHook(h)
 	l, err := ratelimit.New(c, map[string]ratelimit.Policy{
-		"rt": {Windows: []ratelimit.Window{{Limit: 10, Period: time.Second}, {Limit: 600, Period: time.Minute}}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
+		"rt":  {Windows: []ratelimit.Window{{Limit: 10, Period: time.Second}, {Limit: 600, Period: time.Minute}}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
+		"rtq": {Windows: []ratelimit.Window{{Limit: 10, Period: time.Second}, {Limit: 600, Period: time.Minute}, ratelimit.CalendarWindow(100000, ratelimit.Day)}, Algorithm: ratelimit.Log, Failure: ratelimit.FailClosed},
 	}, ratelimit.Options{Timeout: time.Second})
 	if err != nil {
 		return err
@@ -210,7 +264,17 @@ func roundTrips(ctx context.Context, url, run string) error {
 	fmt.Println("| measure | per decision |")
 	fmt.Println("|---|---|")
 	fmt.Printf("| commands sent by the client (go-redis hook) | %.3f |\n", float64(sent)/n)
-	fmt.Printf("| EVALSHA + EVAL executed by Redis (INFO commandstats) | %.3f |\n\n", float64(after-before)/n)
+	fmt.Printf("| EVALSHA + EVAL executed by Redis (INFO commandstats) | %.3f |\n", float64(after-before)/n)
+	// The same with a daily calendar quota beside the two windows.
+	_, _ = l.Allow(ctx, "rtq", run+"-warmq", 1)
+	h.cmds.Store(0)
+	h.pipes.Store(0)
+	for i := range n {
+		if _, err := l.Allow(ctx, "rtq", fmt.Sprintf("%s-rtq-%d", run, i%50), 1); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("| the same policy with a 1d@calendar quota too: client round trips | %.3f |\n\n", float64(h.cmds.Load()+h.pipes.Load())/n)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -98,6 +99,33 @@ func TestMapInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, dir, "map-1-features")
 
+	// The quota panel shows numbers: /rate_limit's, and the tile policies'
+	// as the tiles' own RateLimit headers left them (some spent).
+	var lines []string
+	spent := func() bool {
+		for _, l := range lines {
+			if m := quotaLine.FindStringSubmatch(l); m != nil && m[1] != m[2] {
+				return true
+			}
+		}
+		return false
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		lines, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#quota li')].map(li => li.dataset.window + ': ' + li.textContent)`))
+		if err != nil {
+			t.Fatalf("reading the quota panel: %v", err)
+		}
+		if spent() && slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "geofence: 10 of 10 left per 1 s") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			screenshot(t, ctx, dir, "map-1-no-quota")
+			t.Fatalf("after 30s the quota panel shows %q; want the geofence policy untouched and a tile policy spent", lines)
+		}
+		time.Sleep(250 * time.Millisecond) // polling interval
+	}
+
 	// The map drew the style document's sources: the layers' OGC tiles,
 	// fetched with the key, and no TileJSON.
 	got := answered()
@@ -131,6 +159,10 @@ func TestMapInBrowser(t *testing.T) {
 		t.Errorf("nearest cities = %q, want Berlin first, then Spandau, no Sydney", nearest)
 	}
 }
+
+// quotaLine is a tile policy's first window in the quota panel:
+// remaining of limit.
+var quotaLine = regexp.MustCompile(`^tiles(?:-cached)?: (\d+) of (\d+) left`)
 
 func contains(list []string, s string) bool {
 	for _, v := range list {
@@ -166,5 +198,61 @@ func recordingProxy(t *testing.T, target string) (string, func() []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(answers)
+	}
+}
+
+// TestMapShowsTileRefusals: with tile budgets too small for one view, the
+// map's quota panel says plainly that tiles were refused, and why.
+func TestMapShowsTileRefusals(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	if _, err := pool.Exec(context.Background(), mapFixtures); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "map-refusal-test-secret"
+	_, err := auth.NewStore(pool).Create(context.Background(), auth.CreateOptions{
+		Key:    auth.Key{ID: "map-refused", Scopes: []string{"tiles:read"}},
+		Secret: secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The style costs one unit of tiles-cached; two renders at most.
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "none",
+		"RATELIMIT_TILES": "2/1h", "RATELIMIT_TILES_CACHED": "3/1h"})
+	ctx, problems := newBrowser(t, false, mapBrowser)
+	dir := artifactDir(t)
+	defer func() {
+		for _, p := range problems() {
+			t.Errorf("browser: %s", p)
+		}
+	}()
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#apikey")),
+		chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
+		chromedp.Click(chromedp.CSS("#keyform button")),
+	)
+	if err != nil {
+		t.Fatalf("opening the map: %v", err)
+	}
+	var note string
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(note, "Tiles refused (429)") {
+		if time.Now().After(deadline) {
+			screenshot(t, ctx, dir, "refused-0-no-note")
+			t.Fatalf("after 60s the quota note says %q, want tiles refused", note)
+		}
+		time.Sleep(250 * time.Millisecond) // polling interval
+		if note, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#quota-note"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	screenshot(t, ctx, dir, "refused-1-note")
+	if !strings.Contains(note, "tiles") || !strings.Contains(note, "Retry in") {
+		t.Errorf("quota note %q, want the refusing policy and when to retry", note)
+	}
+	panel, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#quota li.out')].map(li => li.dataset.window)`))
+	if err != nil || len(panel) == 0 {
+		t.Errorf("no window shown as spent (%v): %v", err, panel)
 	}
 }

@@ -85,7 +85,8 @@ func spendOnCollection(policy string, cost func(*gin.Context) int) limit {
 // routes lists every route of the service.
 func routes(s *services) []route {
 	geo, t, docs, f := s.geofence, s.tiles, s.docs, s.features
-	return []route{
+	q := &quotas{s: s}
+	rs := []route{
 		{"GET", "/healthz", public, free, s.health.Live},
 		{"GET", "/readyz", public, free, s.health.Ready},
 		{"GET", "/metrics", public, free, s.metrics()},
@@ -99,6 +100,8 @@ func routes(s *services) []route {
 		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
 
 		{"GET", "/layers", anyone, free, s.catalog.List(s.readable)},
+		// The caller's quotas: reading them spends none, only rate-limit.
+		{"GET", "/rate_limit", anyone, spend(policyRateLimit, nil), q.serve},
 
 		{"GET", "/within", auth.ScopeProximityRead, spendOn("places", policyGeofence, geo.WithinCost), geo.Within},
 		{"GET", "/geofences", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.List},
@@ -133,6 +136,8 @@ func routes(s *services) []route {
 		{"GET", "/styles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Styles},
 		{"GET", "/styles/:styleId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Style},
 	}
+	q.guardedBy(rs)
+	return rs
 }
 
 // newRouter serves rs: each handler behind authentication (unless

@@ -32,6 +32,7 @@ const (
 	policyTiles       = "tiles"        // a tile that has to be rendered
 	policyTilesCached = "tiles-cached" // a tile served from the cache
 	policyFeatures    = "features"     // every OGC API – Features route
+	policyRateLimit   = "rate-limit"   // GET /rate_limit
 )
 
 // services are what the routes are served by, each built once.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	_ "time/tzdata" // policy time zones resolve without the system's zoneinfo
 
 	"github.com/goccy/go-yaml"
 
@@ -58,6 +59,7 @@ type filePolicy struct {
 	Lease       string            `yaml:"lease"`
 	Tiers       map[string]string `yaml:"tiers"`
 	Identities  map[string]string `yaml:"identities"`
+	Timezone    string            `yaml:"timezone"`
 }
 
 // loadPolicies merges the YAML document file (may be empty) onto the
@@ -131,6 +133,12 @@ func (fp filePolicy) apply(p *ratelimit.Policy) error {
 	if fp.Lease != "" {
 		if p.Lease, err = time.ParseDuration(fp.Lease); err != nil {
 			return fmt.Errorf("lease %q: want a duration such as 30s", fp.Lease)
+		}
+	}
+	if fp.Timezone != "" {
+		// "Local" would make each replica's calendar its own machine's.
+		if p.Location, err = time.LoadLocation(fp.Timezone); err != nil || fp.Timezone == "Local" {
+			return fmt.Errorf("timezone %q: want an IANA time zone such as UTC or Europe/Berlin", fp.Timezone)
 		}
 	}
 	if p.Tiers, err = parseWindowMap("tier", fp.Tiers); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,4 +187,57 @@ func worker(id string) int {
 	}
 	fmt.Printf("admitted=%d\n", n)
 	return 0
+}
+
+// TestClusterCalendarQuotas: on a three-master Cluster a policy's sliding
+// windows and calendar quotas are decided in one script run whatever the
+// identity holds (braces too: the quota counters share the log's slot),
+// exactly under concurrency whichever window binds, across midnight on the
+// caller clock, and read back exactly by Usage.
+func TestClusterCalendarQuotas(t *testing.T) {
+	rdb := testenv.RedisCluster(t)
+	ctx := context.Background()
+	// The slot the limiter computes is the Cluster's own.
+	for _, key := range []string{"rl:p:key:demo", "rl:p:{x}y", "rl:p:a}b", quotaKey("rl:p:a}b", Day, "2026-03-10")} {
+		want, err := rdb.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keySlot(key); int64(got) != want {
+			t.Errorf("keySlot(%q) = %d, CLUSTER KEYSLOT = %d", key, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		alg     Algorithm
+		windows string
+		want    int
+	}{
+		{Log, "10/1m,15/1d@calendar", 10},
+		{Log, "100/1m,12/1d@calendar,20/1mo@calendar", 12},
+		{Counter, "100/1m,12/1d@calendar", 12},
+		{Log, "9/1mo@calendar", 9},
+	} {
+		t.Run(string(tc.alg)+"/"+tc.windows, func(t *testing.T) {
+			ls := replicaLimiters(t, rdb, 2, tc.alg, tc.windows)
+			prefix := testenv.Prefix(t)
+			for _, id := range []string{"key:" + prefix, "key:{" + prefix + "}", "key:" + prefix + "}x", "{}" + prefix} {
+				if n := burst(t, ls, id, 40); n != tc.want {
+					t.Errorf("identity %q: admitted %d of 40 concurrent, want exactly %d", id, n, tc.want)
+				}
+				if got := remaining(t, ls[0], id); slices.Min(got) != 0 {
+					t.Errorf("identity %q: remaining after the burst %v, want a window at 0", id, got)
+				}
+				dropKeys(t, rdb, prefix)
+			}
+		})
+	}
+	t.Run("midnight", func(t *testing.T) {
+		l := quotaLimiter(t, rdb, Log, "5/1h,3/1d@calendar", nil)
+		id := "key:{" + testenv.Prefix(t) + "}"
+		runSteps(t, l, id, []step{
+			{at: "2026-03-10T23:59:58Z", cost: 3, allowed: true, remaining: []int{2, 0}},
+			{at: "2026-03-10T23:59:59Z", cost: 1, allowed: false, retry: time.Second, violated: "p-1d@calendar", remaining: []int{2, 0}},
+			{at: "2026-03-11T00:00:00Z", cost: 2, allowed: true, remaining: []int{0, 1}},
+		})
+	})
 }

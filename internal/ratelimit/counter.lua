@@ -4,7 +4,9 @@
 --          holds fields p:b (index of the current fixed bucket), p:c (its
 --          count) and p:p (the previous bucket's count), and field x the
 --          millisecond at which the whole hash is forgotten
--- ARGV     as in log.lua (ARGV[3] is unused)
+-- KEYS[2..] the calendar quotas' counters, as in log.lua
+-- ARGV     as in log.lua (ARGV[3] is unused); cost 0 only reads, writing
+--          nothing
 --
 -- Every unit was admitted at or before the last admission, so one longest
 -- period after it every sliding window is empty: the key expires then, and
@@ -19,8 +21,12 @@
 -- estimate + cost <= limit, compared exactly in integers:
 -- prev * (p - e) + (cur + cost) * p <= limit * p (kept below 2^53).
 --
--- Returns the same shape as log.lua: {admitted, now, then per window:
--- used, reset_us, retry_us}; used is limit minus the whole units left.
+-- Calendar quotas are checked and charged as in log.lua, all or nothing
+-- with the windows.
+--
+-- Returns the same shape as log.lua: {admitted, now, then per window and
+-- then per quota: used, reset_us, retry_us}; a window's used is limit minus
+-- the whole units left.
 -- Redis < 5 must replicate effects, not the script, as it reads TIME.
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
@@ -32,7 +38,8 @@ else
   nowus = tonumber(ARGV[1])
 end
 local cost = tonumber(ARGV[2])
-local n = (#ARGV - 3) / 2
+local q = #KEYS - 1
+local n = (#ARGV - 3) / 2 - q
 
 local function int(x) return string.format('%.0f', x) end
 
@@ -64,7 +71,8 @@ for i = 1, n do
   longest = math.max(longest, tonumber(ARGV[3 + 2 * i]) / 1000)
 end
 -- expires: when the stored state is forgotten; nil while none is stored.
-local expires = tonumber(redis.call('HGET', key, 'x'))
+local expires = nil
+if n > 0 then expires = tonumber(redis.call('HGET', key, 'x')) end
 local stale = expires ~= nil and now >= expires
 if stale then expires = nil end
 
@@ -95,17 +103,31 @@ for i = 1, n do
   if not fits(s, cost) then admitted = 0 end
   states[i] = s
 end
+local quotas = {}
+for j = 1, q do
+  local limit = tonumber(ARGV[2 + 2 * (n + j)])
+  local ends = tonumber(ARGV[3 + 2 * (n + j)])
+  local c = tonumber(redis.call('GET', KEYS[1 + j]) or '0')
+  quotas[j] = {limit = limit, ends = ends, count = c}
+  if c + cost > limit then admitted = 0 end
+end
 
-if admitted == 1 then
-  if stale then redis.call('DEL', key) end
-  expires = now + longest
-  for i = 1, n do
-    local s = states[i]
-    s.cur = s.cur + cost
-    redis.call('HSET', key, s.field .. ':b', int(s.bucket), s.field .. ':c', int(s.cur), s.field .. ':p', int(s.prev))
+if admitted == 1 and cost > 0 then
+  if n > 0 then
+    if stale then redis.call('DEL', key) end
+    expires = now + longest
+    for i = 1, n do
+      local s = states[i]
+      s.cur = s.cur + cost
+      redis.call('HSET', key, s.field .. ':b', int(s.bucket), s.field .. ':c', int(s.cur), s.field .. ':p', int(s.prev))
+    end
+    redis.call('HSET', key, 'x', int(expires))
+    redis.call('PEXPIRE', key, int(longest))
   end
-  redis.call('HSET', key, 'x', int(expires))
-  redis.call('PEXPIRE', key, int(longest))
+  for j = 1, q do
+    redis.call('INCRBY', KEYS[1 + j], cost)
+    redis.call('PEXPIRE', KEYS[1 + j], math.ceil(math.max(0, quotas[j].ends - nowus) / 1000) + 60000)
+  end
 end
 
 local out = {admitted, nowus}
@@ -118,6 +140,17 @@ for i = 1, n do
   local retry = 0
   if admitted == 0 then retry = after(fitsAt(s, cost)) end
   out[#out + 1] = s.limit - left
+  out[#out + 1] = reset
+  out[#out + 1] = retry
+end
+for j = 1, q do
+  local s = quotas[j]
+  local used = s.count
+  if admitted == 1 then used = used + cost end
+  local reset = math.max(0, s.ends - nowus)
+  local retry = 0
+  if admitted == 0 and cost <= s.limit and s.count + cost > s.limit then retry = math.max(1, reset) end
+  out[#out + 1] = used
   out[#out + 1] = reset
   out[#out + 1] = retry
 end

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -30,23 +31,36 @@ type Decision struct {
 
 // WindowState is one window after a decision.
 type WindowState struct {
+	// Window is the policy's window; for a calendar quota, Period is the
+	// length of the current period (a day of 23 or 25 hours where clocks
+	// change, a month of 28 to 31 days).
 	Window
 	// Name identifies the window in headers: the policy name for the first
-	// (shortest) window, "<policy>-<period>" for the others.
+	// (shortest) window, "<policy>-<period>" for the others, such as
+	// "geofence-1m" or "geofence-1d@calendar".
 	Name      string
+	Used      int
 	Remaining int
 	// Reset is when the window's count next drops: its oldest unit leaves
-	// (exact log), or the current fixed bucket ends (counter).
+	// (exact log), the current fixed bucket ends (counter), or the
+	// calendar period ends (a calendar quota, which then starts afresh).
 	Reset time.Duration
+	// Ends is when a calendar quota's current period ends; zero for a
+	// sliding window.
+	Ends time.Time
 	// Exceeded marks the windows that refused the request.
 	Exceeded bool
+}
+
+func (w WindowState) String() string {
+	return fmt.Sprintf("%s %s: %d used, %d left, reset %v", w.Name, w.Window, w.Used, w.Remaining, w.Reset)
 }
 
 func windowName(policy string, i int, w Window) string {
 	if i == 0 {
 		return policy
 	}
-	return policy + "-" + formatPeriod(w.Period)
+	return policy + "-" + w.period()
 }
 
 func newDecision(p *compiled, set *windowSet, cost int, o outcome, backend string) Decision {
@@ -61,8 +75,13 @@ func newDecision(p *compiled, set *windowSet, cost int, o outcome, backend strin
 		st := WindowState{
 			Window:    w,
 			Name:      set.names[i],
+			Used:      int(wo.used),
 			Remaining: max(0, w.Limit-int(wo.used)),
 			Reset:     time.Duration(max(0, wo.reset)) * time.Microsecond,
+		}
+		if w.Calendar != "" && wo.end > wo.start {
+			st.Period = time.Duration(wo.end-wo.start) * time.Microsecond
+			st.Ends = time.UnixMicro(wo.end).In(set.loc)
 		}
 		if !o.admitted && st.Remaining < cost {
 			st.Exceeded = true

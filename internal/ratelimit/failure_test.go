@@ -29,7 +29,7 @@ func failureLimiter(t *testing.T, rdb redis.UniversalClient) *Limiter {
 	ps := map[string]Policy{}
 	for _, m := range []FailureMode{FailLocal, FailOpen, FailClosed} {
 		name := "fail-" + string(m)
-		ps[name] = Policy{Name: name, Windows: []Window{{5, time.Minute}}, Algorithm: Log, Failure: m, Concurrency: 2, Lease: 30 * time.Second}
+		ps[name] = Policy{Name: name, Windows: []Window{{Limit: 5, Period: time.Minute}}, Algorithm: Log, Failure: m, Concurrency: 2, Lease: 30 * time.Second}
 	}
 	l, err := New(rdb, ps, Options{Registerer: prometheus.NewRegistry(), Timeout: 100 * time.Millisecond, BreakerCooldown: 200 * time.Millisecond})
 	if err != nil {

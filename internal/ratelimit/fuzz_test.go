@@ -10,7 +10,7 @@ import (
 // FuzzParseWindows: any input either fails with an error or parses into
 // sorted, distinct, valid windows whose printed form parses back the same.
 func FuzzParseWindows(f *testing.F) {
-	for _, s := range []string{"10/1s", "10/1s,600/1m", "5/s, 100/h,1000/d", "1/90s", "x", "10/0s", "3/1h30m", ",,", "9999999999999999999/1s"} {
+	for _, s := range []string{"10/1s", "10/1s,600/1m", "5/s, 100/h,1000/d", "1/90s", "x", "10/0s", "3/1h30m", ",,", "9999999999999999999/1s", "10/1s,100000/1d@calendar", "3/mo@calendar,5/7d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -63,6 +63,11 @@ func (l *Limiter) Admit(c *gin.Context, policy string, cost int, caller Caller) 
 		return nil, false
 	}
 	if !ok {
+		// Refused before any window was charged: the headers tell what the
+		// windows hold, read without spending.
+		if d, err := l.read(ctx, l.policies[policy], Request{Policy: policy, Identity: identity, Tier: tier}); err == nil {
+			writeHeaders(c.Writer.Header(), d)
+		}
 		c.Header("Retry-After", "1")
 		httpx.Abort(c, apperr.Limited("Too many requests in flight at once.", policy+"-concurrency"))
 		return nil, false
@@ -117,7 +122,7 @@ func (d Decision) refusal() error {
 		for _, w := range d.Windows {
 			if d.Cost > w.Limit {
 				msg = fmt.Sprintf("Rate limit exceeded: this request costs %d units but policy %q allows at most %d per %s, so it can never be admitted; make it cheaper.",
-					d.Cost, w.Name, w.Limit, formatPeriod(w.Period))
+					d.Cost, w.Name, w.Limit, w.Window.period())
 				break
 			}
 		}

@@ -116,7 +116,7 @@ func TestImpossibleCostIsRefusedWithoutRetryAfter(t *testing.T) {
 
 func TestConcurrencyCap(t *testing.T) {
 	rdb := testenv.Redis(t)
-	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{1000, time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 3, Lease: 5 * time.Second}}
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{Limit: 1000, Period: time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 3, Lease: 5 * time.Second}}
 	l, err := New(rdb, ps, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestConcurrencyCap(t *testing.T) {
 
 func TestConcurrencyLeaseExpires(t *testing.T) {
 	rdb := testenv.Redis(t)
-	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{1000, time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: time.Second}}
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{Limit: 1000, Period: time.Second}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: time.Second}}
 	l, err := New(rdb, ps, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestMiddlewareWithoutCallerPanics(t *testing.T) {
 // concurrency policy without spending the rate budget; after release, room.
 func TestAdmitCapsConcurrency(t *testing.T) {
 	rdb := testenv.Redis(t)
-	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{5, time.Minute}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: 5 * time.Second}}
+	ps := map[string]Policy{"c": {Name: "c", Windows: []Window{{Limit: 5, Period: time.Minute}}, Algorithm: Log, Failure: FailClosed, Concurrency: 1, Lease: 5 * time.Second}}
 	l, err := New(rdb, ps, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,11 @@ type Options struct {
 	// low load for throughput at high load. Close stops the senders.
 	Pipeline        int
 	PipelineWorkers int
+	// Now, when set, is the clock of every decision and read that does
+	// not name its own Request.At, in place of the Redis clock: for tests
+	// that move time (across midnight, say) through the HTTP middleware.
+	// In-flight leases keep the Redis clock.
+	Now func() time.Time
 }
 
 // Limiter decides whether requests fit their policy's limits. It is safe
@@ -58,6 +63,7 @@ type Limiter struct {
 	log      *slog.Logger
 	proc     string
 	seq      atomic.Uint64
+	now      func() time.Time // nil: the stores' own clocks
 
 	closeOnce sync.Once
 	logMu     sync.Mutex
@@ -95,6 +101,7 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 		log:      o.Logger,
 		proc:     processID(),
 		lastLog:  map[string]time.Time{},
+		now:      o.Now,
 	}
 	for name, p := range policies {
 		p.Name = name
@@ -119,7 +126,7 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 			l.redis.batch = newBatcher(rdb, o.Pipeline, o.PipelineWorkers, o.Timeout, l.m.reloads.Inc)
 		}
 		obs := map[string][2]prometheus.Observer{}
-		for _, op := range []string{"log", "counter", "acquire", "release"} {
+		for _, op := range []string{"log", "counter", "read", "acquire", "release", "inflight"} {
 			obs[op] = [2]prometheus.Observer{l.m.redisDur.WithLabelValues(op, "ok"), l.m.redisDur.WithLabelValues(op, "error")}
 		}
 		l.redis.observe = func(op string, d time.Duration, err error) {
@@ -208,11 +215,7 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	if p.Algorithm == Counter {
 		key = counterKey(p.Name, r.Identity)
 	}
-	var at int64
-	if !r.At.IsZero() {
-		at = r.At.UnixMicro()
-	}
-	o, backend, err := l.decide(ctx, p, key, at, cost, ws)
+	o, backend, err := l.decide(ctx, p, key, l.at(r.At), cost, ws)
 	if err != nil {
 		l.m.decisions.WithLabelValues(p.Name, "unavailable", backend).Inc()
 		return Decision{}, err
@@ -228,6 +231,18 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	}
 	p.dec[outcome][backendIndex(backend)].Inc()
 	return d, nil
+}
+
+// at is the clock of a decision in microseconds since the epoch: the
+// request's own, else Options.Now, else 0 for the store's clock.
+func (l *Limiter) at(t time.Time) int64 {
+	if t.IsZero() && l.now != nil {
+		t = l.now()
+	}
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
 }
 
 // Backends a decision can come from.

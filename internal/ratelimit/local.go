@@ -24,7 +24,15 @@ type localShard struct {
 	logs     map[string]*localLog
 	counters map[string]*localCounter
 	flights  map[string]*localFlight
-	ops      int
+	// quotas are the calendar quotas' counters, in the shard of the
+	// sliding-window key they belong to.
+	quotas map[string]*localQuota
+	ops    int
+}
+
+type localQuota struct {
+	n       int64
+	expires int64
 }
 
 type localLog struct {
@@ -45,7 +53,7 @@ type localFlight struct {
 func newLocalStore() *localStore {
 	s := &localStore{now: func() int64 { return time.Now().UnixMicro() }, seed: maphash.MakeSeed()}
 	for i := range s.shards {
-		s.shards[i] = localShard{logs: map[string]*localLog{}, counters: map[string]*localCounter{}, flights: map[string]*localFlight{}}
+		s.shards[i] = localShard{logs: map[string]*localLog{}, counters: map[string]*localCounter{}, flights: map[string]*localFlight{}, quotas: map[string]*localQuota{}}
 	}
 	return s
 }
@@ -78,6 +86,11 @@ func (sh *localShard) sweep(now int64) {
 			delete(sh.flights, k)
 		}
 	}
+	for k, v := range sh.quotas {
+		if now >= v.expires {
+			delete(sh.quotas, k)
+		}
+	}
 }
 
 func (s *localStore) clock(at int64) int64 {
@@ -88,29 +101,102 @@ func (s *localStore) clock(at int64) int64 {
 }
 
 func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int64, cost int, set *windowSet, _ string) (outcome, error) {
-	ws := set.ws
 	now := s.clock(at)
+	qs := quotas(key, set, now)
 	sh := s.shard(key, now)
 	defer sh.mu.Unlock()
-	if alg == Counter {
-		return sh.decideCounter(key, now, int64(cost), ws), nil
+	sliding := set.slide
+	// The quotas' counts before the decision; nil: none.
+	counts := sh.quotaCounts(qs, now)
+	fits := func(cost int64) bool {
+		for j, q := range qs {
+			if counts[j]+cost > q.limit {
+				return false
+			}
+		}
+		return true
 	}
-	return sh.decideLog(key, now, int64(cost), ws), nil
+	var o outcome
+	if alg == Counter {
+		o = sh.decideCounter(key, now, int64(cost), sliding, fits)
+	} else {
+		o = sh.decideLog(key, now, int64(cost), sliding, fits)
+	}
+	if o.admitted && cost > 0 {
+		sh.chargeQuotas(qs, now, int64(cost))
+	}
+	o.windows = append(o.windows, quotaOutcomes(qs, counts, now, int64(cost), o.admitted)...)
+	o.windows = inWindowOrder(o.windows, set, qs)
+	return o, nil
 }
 
-// decideLog mirrors log.lua.
-func (sh *localShard) decideLog(key string, now, cost int64, ws []Window) outcome {
+// quotaCounts returns what each quota's counter holds at now.
+func (sh *localShard) quotaCounts(qs []quota, now int64) []int64 {
+	if len(qs) == 0 {
+		return nil
+	}
+	counts := make([]int64, len(qs))
+	for j, q := range qs {
+		if c := sh.quotas[q.key]; c != nil && now < c.expires {
+			counts[j] = c.n
+		}
+	}
+	return counts
+}
+
+// chargeQuotas adds cost to each quota's counter, which lives until its
+// period ends plus quotaGrace, as in the scripts.
+func (sh *localShard) chargeQuotas(qs []quota, now, cost int64) {
+	for _, q := range qs {
+		c := sh.quotas[q.key]
+		if c == nil || now >= c.expires {
+			c = &localQuota{}
+			sh.quotas[q.key] = c
+		}
+		c.n += cost
+		// PEXPIRE in milliseconds, rounded up, as the scripts set it.
+		c.expires = now + (max(0, q.end-now)+999)/1000*1000 + quotaGrace.Microseconds()
+	}
+}
+
+// quotaOutcomes mirrors the quota part of the scripts' answers.
+func quotaOutcomes(qs []quota, counts []int64, now, cost int64, admitted bool) []windowOutcome {
+	out := make([]windowOutcome, len(qs))
+	for j, q := range qs {
+		wo := windowOutcome{used: counts[j], reset: max(0, q.end-now)}
+		if admitted {
+			wo.used += cost
+		}
+		if !admitted && cost <= q.limit && counts[j]+cost > q.limit {
+			wo.retry = max(1, wo.reset)
+		}
+		out[j] = wo
+	}
+	return out
+}
+
+// decideLog mirrors log.lua for the sliding windows ws; quotasFit says
+// whether the calendar quotas have room for a cost.
+func (sh *localShard) decideLog(key string, now, cost int64, ws []Window, quotasFit func(int64) bool) outcome {
+	o := outcome{now: now, windows: make([]windowOutcome, len(ws))}
+	if len(ws) == 0 {
+		o.admitted = quotasFit(cost)
+		return o
+	}
 	l := sh.logs[key]
 	if l == nil || now >= l.expires {
 		l = &localLog{}
 	}
-	long := longest(ws).Microseconds()
+	var long int64
+	for _, w := range ws {
+		long = max(long, w.Period.Microseconds())
+	}
 	// Drop scores <= now - longest.
 	cut := sort.Search(len(l.scores), func(i int) bool { return l.scores[i] > now-long })
 	l.scores = slices.Delete(l.scores, 0, cut)
 	total := int64(len(l.scores))
 	counts := make([]int64, len(ws))
-	admitted := true
+	admitted := quotasFit(cost)
 	for i, w := range ws {
 		p := w.Period.Microseconds()
 		first := sort.Search(len(l.scores), func(j int) bool { return l.scores[j] > now-p })
@@ -119,14 +205,14 @@ func (sh *localShard) decideLog(key string, now, cost int64, ws []Window) outcom
 			admitted = false
 		}
 	}
-	if admitted {
+	if admitted && cost > 0 {
 		pos := sort.Search(len(l.scores), func(j int) bool { return l.scores[j] > now })
 		l.scores = slices.Insert(l.scores, pos, slices.Repeat([]int64{now}, int(cost))...)
 		total += cost
 		l.expires = now + long
 		sh.logs[key] = l
 	}
-	o := outcome{admitted: admitted, now: now, windows: make([]windowOutcome, len(ws))}
+	o.admitted = admitted
 	for i, w := range ws {
 		p := w.Period.Microseconds()
 		used := counts[i]
@@ -177,8 +263,12 @@ func (s counterState) fitsAt(k int64) int64 {
 	return (s.bucket+1)*s.period + s.period - floorDiv((s.limit-k)*s.period, s.cur)
 }
 
-// decideCounter mirrors counter.lua.
-func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) outcome {
+// decideCounter mirrors counter.lua for the sliding windows ws; quotasFit
+// says whether the calendar quotas have room for a cost.
+func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window, quotasFit func(int64) bool) outcome {
+	if len(ws) == 0 {
+		return outcome{admitted: quotasFit(cost), now: nowus, windows: []windowOutcome{}}
+	}
 	now := floorDiv(nowus, 1000)
 	var longest int64
 	for _, w := range ws {
@@ -202,7 +292,7 @@ func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) 
 		return at*1000 - nowus
 	}
 	states := make([]counterState, len(ws))
-	admitted := true
+	admitted := quotasFit(cost)
 	for i, w := range ws {
 		s := counterState{limit: int64(w.Limit), period: w.Period.Milliseconds()}
 		s.bucket = floorDiv(now, s.period)
@@ -219,7 +309,7 @@ func (sh *localShard) decideCounter(key string, nowus, cost int64, ws []Window) 
 		}
 		states[i] = s
 	}
-	if admitted {
+	if admitted && cost > 0 {
 		for i := range states {
 			s := &states[i]
 			s.cur += cost
@@ -276,4 +366,19 @@ func (s *localStore) release(_ context.Context, key, token string) error {
 		delete(f.leases, token)
 	}
 	return nil
+}
+
+func (s *localStore) inFlight(_ context.Context, key string, at int64) (int, error) {
+	now := s.clock(at)
+	sh := s.shard(key, now)
+	defer sh.mu.Unlock()
+	n := 0
+	if f := sh.flights[key]; f != nil && now < f.expires {
+		for _, end := range f.leases {
+			if end > now {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

@@ -1,21 +1,32 @@
--- Sliding-window log, atomic in one run.
+-- Sliding-window log, with calendar quotas beside it, atomic in one run.
 --
 -- KEYS[1]  the sorted set of one (policy, identity): one member per admitted
 --          unit, scored by its time in microseconds
+-- KEYS[2..] one counter per calendar quota of the policy: the units
+--          admitted in the current calendar period (a key per period)
 -- ARGV[1]  the time in microseconds, or "" to read the Redis clock (TIME)
--- ARGV[2]  cost: units this request consumes
+-- ARGV[2]  cost: units this request consumes; 0 only reads (see below)
 -- ARGV[3]  a member prefix unique to this call
--- ARGV[4..] pairs of limit, period in microseconds (one pair per window)
+-- ARGV[4..] pairs of limit, period in microseconds (one pair per sliding
+--          window), then pairs of limit, end of the current period in
+--          microseconds since the epoch (one per calendar quota, in KEYS
+--          order)
 --
 -- A unit admitted at s counts in a window of period p at time t while
--- s > t - p. The request is admitted only if every window has room for the
--- whole cost; then cost members are added and the key expires after the
--- longest period. A rejected request leaves no trace.
+-- s > t - p. The request is admitted only if every window and every quota
+-- has room for the whole cost; then cost members are added, the key
+-- expires after the longest period, and each quota's counter grows by
+-- cost and expires a minute after its period ends. A rejected request
+-- leaves no trace.
 --
--- Returns {admitted, now, then per window: used, reset_us, retry_us}, where
--- used counts the window's units after the decision, reset_us is when its
--- oldest unit leaves and retry_us when enough have left for the cost to fit
--- (0 for windows with room or a cost above the limit).
+-- With cost 0 the script reads: it trims the log as a decision would and
+-- reports the same counts, but adds nothing and changes no expiry.
+--
+-- Returns {admitted, now, then per sliding window and then per quota:
+-- used, reset_us, retry_us}, where used counts the window's units after
+-- the decision, reset_us is when its oldest unit leaves (a quota: when its
+-- period ends) and retry_us when enough have left for the cost to fit (0
+-- for windows with room or a cost above the limit).
 -- Redis < 5 must replicate effects, not the script, as it reads TIME.
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
@@ -28,7 +39,8 @@ else
 end
 local cost = tonumber(ARGV[2])
 local prefix = ARGV[3]
-local n = (#ARGV - 3) / 2
+local q = #KEYS - 1
+local n = (#ARGV - 3) / 2 - q
 
 -- Lua prints large numbers in exponent form; scores must be exact.
 local function int(x) return string.format('%.0f', x) end
@@ -38,9 +50,11 @@ for i = 1, n do
   local p = tonumber(ARGV[3 + 2 * i])
   if p > longest then longest = p end
 end
-redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - longest))
-
-local total = redis.call('ZCARD', key)
+local total = 0
+if n > 0 then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - longest))
+  total = redis.call('ZCARD', key)
+end
 local counts = {}
 local admitted = 1
 for i = 1, n do
@@ -51,22 +65,36 @@ for i = 1, n do
   counts[i] = c
   if c + cost > limit then admitted = 0 end
 end
+local quotas = {}
+for j = 1, q do
+  local limit = tonumber(ARGV[2 + 2 * (n + j)])
+  local ends = tonumber(ARGV[3 + 2 * (n + j)])
+  local c = tonumber(redis.call('GET', KEYS[1 + j]) or '0')
+  quotas[j] = {limit = limit, ends = ends, count = c}
+  if c + cost > limit then admitted = 0 end
+end
 
-if admitted == 1 then
-  local score = int(now)
-  local j = 1
-  while j <= cost do
-    local args = {}
-    local last = math.min(cost, j + 499)
-    for k = j, last do
-      args[#args + 1] = score
-      if cost == 1 then args[#args + 1] = prefix else args[#args + 1] = prefix .. '.' .. k end
+if admitted == 1 and cost > 0 then
+  if n > 0 then
+    local score = int(now)
+    local j = 1
+    while j <= cost do
+      local args = {}
+      local last = math.min(cost, j + 499)
+      for k = j, last do
+        args[#args + 1] = score
+        if cost == 1 then args[#args + 1] = prefix else args[#args + 1] = prefix .. '.' .. k end
+      end
+      redis.call('ZADD', key, unpack(args))
+      j = last + 1
     end
-    redis.call('ZADD', key, unpack(args))
-    j = last + 1
+    total = total + cost
+    redis.call('PEXPIRE', key, math.ceil(longest / 1000))
   end
-  total = total + cost
-  redis.call('PEXPIRE', key, math.ceil(longest / 1000))
+  for j = 1, q do
+    redis.call('INCRBY', KEYS[1 + j], cost)
+    redis.call('PEXPIRE', KEYS[1 + j], math.ceil(math.max(0, quotas[j].ends - now) / 1000) + 60000)
+  end
 end
 
 -- The units in a window are the newest ones: the unit k-th oldest in a
@@ -89,6 +117,17 @@ for i = 1, n do
     local k = counts[i] + cost - limit
     retry = scoreAt(total - counts[i] + k - 1) + period - now
   end
+  out[#out + 1] = used
+  out[#out + 1] = reset
+  out[#out + 1] = retry
+end
+for j = 1, q do
+  local s = quotas[j]
+  local used = s.count
+  if admitted == 1 then used = used + cost end
+  local reset = math.max(0, s.ends - now)
+  local retry = 0
+  if admitted == 0 and cost <= s.limit and s.count + cost > s.limit then retry = math.max(1, reset) end
   out[#out + 1] = used
   out[#out + 1] = reset
   out[#out + 1] = retry

@@ -45,7 +45,7 @@ func TestSeedCheckOverHTTP(t *testing.T) {
 
 func TestShadowModeAdmitsButCounts(t *testing.T) {
 	rdb := testenv.Redis(t)
-	ps := map[string]Policy{"s": {Windows: []Window{{2, time.Minute}}, Algorithm: Log, Failure: FailClosed, Shadow: true}}
+	ps := map[string]Policy{"s": {Windows: []Window{{Limit: 2, Period: time.Minute}}, Algorithm: Log, Failure: FailClosed, Shadow: true}}
 	l, err := New(rdb, ps, Options{Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +76,9 @@ func TestShadowModeAdmitsButCounts(t *testing.T) {
 func TestTierAndIdentityOverrides(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ps := map[string]Policy{"o": {
-		Windows: []Window{{1, time.Minute}}, Algorithm: Log, Failure: FailClosed,
-		Tiers:      map[string][]Window{"pro": {{3, time.Minute}}},
-		Identities: map[string][]Window{"key:vip": {{5, time.Minute}}},
+		Windows: []Window{{Limit: 1, Period: time.Minute}}, Algorithm: Log, Failure: FailClosed,
+		Tiers:      map[string][]Window{"pro": {{Limit: 3, Period: time.Minute}}},
+		Identities: map[string][]Window{"key:vip": {{Limit: 5, Period: time.Minute}}},
 	}}
 	l, err := New(rdb, ps, Options{})
 	if err != nil {
@@ -117,7 +117,7 @@ func TestTierAndIdentityOverrides(t *testing.T) {
 }
 
 func TestInProcessOnly(t *testing.T) {
-	l, err := New(nil, map[string]Policy{"p": {Windows: []Window{{10, time.Minute}}, Algorithm: Log, Failure: FailClosed}}, Options{})
+	l, err := New(nil, map[string]Policy{"p": {Windows: []Window{{Limit: 10, Period: time.Minute}}, Algorithm: Log, Failure: FailClosed}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,58 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Window is one limit of a policy: at most Limit units within any interval
-// of length Period.
+// of length Period (a sliding window), or, when Calendar is set, at most
+// Limit units within each calendar day or month (a calendar quota).
 type Window struct {
 	Limit  int
 	Period time.Duration
+	// Calendar, when set, makes the window a quota per calendar period,
+	// which resets at the period's start (midnight, or the first of the
+	// month, in the policy's Location). Period is then only the period's
+	// nominal length (24h for a day, 30 days for a month), for ordering;
+	// decisions use the real one.
+	Calendar Calendar
 }
 
-func (w Window) String() string { return strconv.Itoa(w.Limit) + "/" + formatPeriod(w.Period) }
+func (w Window) String() string { return strconv.Itoa(w.Limit) + "/" + w.period() }
+
+// period is how the window's period is written: "1s", "1m", ..., or
+// "1d@calendar" and "1mo@calendar".
+func (w Window) period() string {
+	switch w.Calendar {
+	case Day:
+		return "1d@calendar"
+	case Month:
+		return "1mo@calendar"
+	}
+	return formatPeriod(w.Period)
+}
+
+// Calendar is the period of a calendar quota.
+type Calendar string
+
+const (
+	// Day resets at midnight.
+	Day Calendar = "day"
+	// Month resets at midnight on the first of the month.
+	Month Calendar = "month"
+)
+
+// CalendarWindow returns the quota of limit units per calendar period c.
+func CalendarWindow(limit int, c Calendar) Window {
+	w := Window{Limit: limit, Period: 24 * time.Hour, Calendar: c}
+	if c == Month {
+		w.Period = 30 * 24 * time.Hour
+	}
+	return w
+}
 
 // Algorithm selects how a policy counts.
 type Algorithm string
@@ -63,23 +102,57 @@ type Policy struct {
 	// (the identity wins over the tier).
 	Tiers      map[string][]Window
 	Identities map[string][]Window
+	// Location is the time zone whose midnights bound the calendar
+	// quotas; nil is UTC.
+	Location *time.Location
 }
 
 // windowSet is a window list with what every decision needs computed
-// once: the windows' header names and their script arguments.
+// once: the windows' header names and their script arguments. The scripts
+// take the sliding windows first and the calendar quotas after them, each
+// in the list's order; sliding and calendar say where each of those is in
+// ws.
 type windowSet struct {
-	ws    []Window
-	names []string
-	tail  []any // limit, period in microseconds, per window
+	ws      []Window
+	names   []string
+	tail    []any // limit, period in microseconds, per sliding window
+	sliding []int
+	cal     []int
+	slide   []Window       // the sliding windows, in order
+	loc     *time.Location // of the calendar quotas
+	// periods caches, per calendar quota, the period of the last decision.
+	periods []atomic.Pointer[cachedPeriod]
 }
 
-func newWindowSet(policy string, ws []Window) *windowSet {
-	s := &windowSet{ws: ws, names: make([]string, len(ws))}
+func newWindowSet(policy string, ws []Window) *windowSet { return newWindowSetIn(policy, ws, nil) }
+
+// newWindowSetIn is newWindowSet with calendar quotas in loc (nil: UTC).
+func newWindowSetIn(policy string, ws []Window, loc *time.Location) *windowSet {
+	if loc == nil {
+		loc = time.UTC
+	}
+	s := &windowSet{ws: ws, names: make([]string, len(ws)), loc: loc}
 	for i, w := range ws {
 		s.names[i] = windowName(policy, i, w)
+		if w.Calendar != "" {
+			s.cal = append(s.cal, i)
+			continue
+		}
+		s.sliding = append(s.sliding, i)
+		s.slide = append(s.slide, w)
 		s.tail = append(s.tail, strconv.Itoa(w.Limit), strconv.FormatInt(w.Period.Microseconds(), 10))
 	}
+	s.periods = make([]atomic.Pointer[cachedPeriod], len(s.cal))
 	return s
+}
+
+// longest returns the longest period of the sliding windows (0: none).
+func (s *windowSet) longest() time.Duration {
+	var m time.Duration
+	for _, i := range s.sliding {
+		m = max(m, s.ws[i].Period)
+	}
+	return m
 }
 
 // compiled is a policy ready for decisions.
@@ -92,12 +165,12 @@ type compiled struct {
 }
 
 func compile(p Policy) *compiled {
-	c := &compiled{Policy: p, base: newWindowSet(p.Name, p.Windows), tiers: map[string]*windowSet{}, ids: map[string]*windowSet{}}
+	c := &compiled{Policy: p, base: newWindowSetIn(p.Name, p.Windows, p.Location), tiers: map[string]*windowSet{}, ids: map[string]*windowSet{}}
 	for k, ws := range p.Tiers {
-		c.tiers[k] = newWindowSet(p.Name, ws)
+		c.tiers[k] = newWindowSetIn(p.Name, ws, p.Location)
 	}
 	for k, ws := range p.Identities {
-		c.ids[k] = newWindowSet(p.Name, ws)
+		c.ids[k] = newWindowSetIn(p.Name, ws, p.Location)
 	}
 	return c
 }
@@ -120,10 +193,11 @@ func (c *compiled) windowsFor(tier, identity string) *windowSet {
 // Limits of what a policy may ask for: a log holds one member per unit, so
 // its limit bounds the work and memory of one script run; counter
 // arithmetic (three terms of limit times period in milliseconds) stays
-// exact in a double below 2^53.
+// exact in a double below 2^53, and so does a calendar quota's count.
 const (
 	maxLogLimit    = 100_000
 	maxCounterProd = 1 << 51
+	maxQuotaLimit  = 1_000_000_000_000
 	maxWindows     = 8
 )
 
@@ -132,13 +206,15 @@ var policyName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // DefaultPolicies are the built-in policies, used when no file is given and
 // as the base a file's policies are merged onto.
 func DefaultPolicies() map[string]Policy {
-	cached := NewPolicy("tiles-cached", Window{2000, time.Second}, Window{60000, time.Minute})
+	cached := NewPolicy("tiles-cached", Window{Limit: 2000, Period: time.Second}, Window{Limit: 60000, Period: time.Minute})
 	cached.Algorithm = Counter
 	return map[string]Policy{
-		"geofence":     NewPolicy("geofence", Window{10, time.Second}),
-		"tiles":        NewPolicy("tiles", Window{100, time.Second}),
+		"geofence":     NewPolicy("geofence", Window{Limit: 10, Period: time.Second}),
+		"tiles":        NewPolicy("tiles", Window{Limit: 100, Period: time.Second}),
 		"tiles-cached": cached,
-		"features":     NewPolicy("features", Window{100, time.Second}),
+		"features":     NewPolicy("features", Window{Limit: 100, Period: time.Second}),
+		// Reading one's own quotas (GET /rate_limit) spends only this.
+		"rate-limit": NewPolicy("rate-limit", Window{Limit: 60, Period: time.Minute}),
 	}
 }
 
@@ -150,7 +226,9 @@ func NewPolicy(name string, ws ...Window) Policy {
 
 // ParseWindows parses a comma-separated list such as "10/1s,600/1m".
 // Periods are Go durations in whole seconds, or a bare unit (s, m, h, d),
-// with "d" meaning 24h.
+// with "d" meaning 24h; "1d@calendar" and "1mo@calendar" are quotas per
+// calendar day and month. The windows come sorted by period, the calendar
+// day after sliding windows of up to a day, the month last.
 func ParseWindows(s string) ([]Window, error) {
 	var ws []Window
 	for _, part := range strings.Split(s, ",") {
@@ -166,7 +244,16 @@ func ParseWindows(s string) ([]Window, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("window %q: limit must be a whole number of at least 1", part)
 		}
-		d, err := parsePeriod(strings.TrimSpace(per))
+		per = strings.TrimSpace(per)
+		if p, ok := strings.CutSuffix(per, "@calendar"); ok {
+			c, err := parseCalendar(strings.TrimSpace(p))
+			if err != nil {
+				return nil, fmt.Errorf("window %q: %v", part, err)
+			}
+			ws = append(ws, CalendarWindow(n, c))
+			continue
+		}
+		d, err := parsePeriod(per)
 		if err != nil {
 			return nil, fmt.Errorf("window %q: %v", part, err)
 		}
@@ -178,13 +265,26 @@ func ParseWindows(s string) ([]Window, error) {
 	slices.SortStableFunc(ws, func(a, b Window) int { return cmp.Compare(a.Period, b.Period) })
 	for i := 1; i < len(ws); i++ {
 		if ws[i].Period == ws[i-1].Period {
-			return nil, fmt.Errorf("two windows of %s", formatPeriod(ws[i].Period))
+			if ws[i].Calendar != ws[i-1].Calendar {
+				return nil, errors.New("a sliding window of 1d and a calendar day: keep one of them")
+			}
+			return nil, fmt.Errorf("two windows of %s", ws[i].period())
 		}
 	}
 	if len(ws) > maxWindows {
 		return nil, fmt.Errorf("%d windows: at most %d", len(ws), maxWindows)
 	}
 	return ws, nil
+}
+
+func parseCalendar(s string) (Calendar, error) {
+	switch s {
+	case "1d", "d":
+		return Day, nil
+	case "1mo", "mo":
+		return Month, nil
+	}
+	return "", fmt.Errorf("calendar period %q: want 1d@calendar or 1mo@calendar", s)
 }
 
 func parsePeriod(s string) (time.Duration, error) {
@@ -252,7 +352,26 @@ func (p *Policy) Validate() error {
 		if len(ws) == 0 {
 			return fmt.Errorf("policy %s: %s: no windows", p.Name, what)
 		}
+		cals := map[Calendar]bool{}
 		for _, w := range ws {
+			if w.Limit < 1 {
+				return fmt.Errorf("policy %s: %s: window %s: the limit must be at least 1", p.Name, what, w)
+			}
+			if w.Calendar != "" {
+				switch {
+				case w.Calendar != Day && w.Calendar != Month:
+					return fmt.Errorf("policy %s: %s: calendar %q: want day or month", p.Name, what, w.Calendar)
+				case cals[w.Calendar]:
+					return fmt.Errorf("policy %s: %s: two windows of %s", p.Name, what, w.period())
+				case w.Limit > maxQuotaLimit:
+					return fmt.Errorf("policy %s: %s: window %s: a calendar quota allows at most %d", p.Name, what, w, maxQuotaLimit)
+				}
+				cals[w.Calendar] = true
+				continue
+			}
+			if w.Period <= 0 {
+				return fmt.Errorf("policy %s: %s: window %s: the period must be positive", p.Name, what, w)
+			}
 			if p.Algorithm == Log && w.Limit > maxLogLimit {
 				return fmt.Errorf("policy %s: %s: window %s: the exact log allows at most %d per window; use algorithm: counter", p.Name, what, w, maxLogLimit)
 			}
@@ -276,15 +395,6 @@ func (p *Policy) Validate() error {
 		}
 	}
 	return nil
-}
-
-// longest returns the longest period of ws.
-func longest(ws []Window) time.Duration {
-	var m time.Duration
-	for _, w := range ws {
-		m = max(m, w.Period)
-	}
-	return m
 }
 
 // ceilSeconds rounds d up to whole seconds.

@@ -14,10 +14,10 @@ func TestParseWindows(t *testing.T) {
 		want    []Window
 		wantErr string
 	}{
-		{in: "10/1s", want: []Window{{10, time.Second}}},
-		{in: "600/1m, 10/1s", want: []Window{{10, time.Second}, {600, time.Minute}}},
-		{in: "5/s,100/h,1000/d", want: []Window{{5, time.Second}, {100, time.Hour}, {1000, 24 * time.Hour}}},
-		{in: "10/90s", want: []Window{{10, 90 * time.Second}}},
+		{in: "10/1s", want: []Window{{Limit: 10, Period: time.Second}}},
+		{in: "600/1m, 10/1s", want: []Window{{Limit: 10, Period: time.Second}, {Limit: 600, Period: time.Minute}}},
+		{in: "5/s,100/h,1000/d", want: []Window{{Limit: 5, Period: time.Second}, {Limit: 100, Period: time.Hour}, {Limit: 1000, Period: 24 * time.Hour}}},
+		{in: "10/90s", want: []Window{{Limit: 10, Period: 90 * time.Second}}},
 		{in: "", wantErr: "no windows"},
 		{in: "10", wantErr: "want LIMIT/PERIOD"},
 		{in: "0/1s", wantErr: "at least 1"},

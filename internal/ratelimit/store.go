@@ -19,6 +19,8 @@ var (
 	acquireLua string
 	//go:embed release.lua
 	releaseLua string
+	//go:embed inflight.lua
+	inflightLua string
 )
 
 // outcome is what a store decided for one request.
@@ -34,14 +36,21 @@ type windowOutcome struct {
 	used  int64 // units counted in the window
 	reset int64 // when the count next drops (0: nothing counted)
 	retry int64 // when the cost would fit (0: fits now, or never can)
+	// start and end bound a calendar quota's current period, in
+	// microseconds since the epoch (0 for a sliding window).
+	start, end int64
 }
 
 // store decides requests. at is the caller's clock in microseconds, or 0
-// for the store's own clock.
+// for the store's own clock. A cost of 0 reads: the windows as a decision
+// would see them, nothing charged. The windows of the outcome are in the
+// order of ws.ws.
 type store interface {
 	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error)
 	acquire(ctx context.Context, key string, at int64, max int, lease time.Duration, token string) (bool, int, error)
 	release(ctx context.Context, key, token string) error
+	// inFlight counts the tokens acquire would count against the cap.
+	inFlight(ctx context.Context, key string, at int64) (int, error)
 }
 
 // redisStore runs each decision as one script on Redis.
@@ -50,6 +59,7 @@ type redisStore struct {
 	log      *redis.Script
 	counter  *redis.Script
 	acq, rel *redis.Script
+	flights  *redis.Script
 	// onReload is called when Redis had lost a script (NOSCRIPT).
 	onReload func()
 	// observe records the duration and result of one Redis call.
@@ -65,6 +75,7 @@ func newRedisStore(c redis.UniversalClient) *redisStore {
 		counter:  redis.NewScript(counterLua),
 		acq:      redis.NewScript(acquireLua),
 		rel:      redis.NewScript(releaseLua),
+		flights:  redis.NewScript(inflightLua),
 		onReload: func() {},
 		observe:  func(string, time.Duration, error) {},
 	}
@@ -92,14 +103,32 @@ func (s *redisStore) run(ctx context.Context, op string, sc *redis.Script, keys 
 	return v, err
 }
 
-func windowArgs(at int64, cost int, member string, ws *windowSet) []any {
-	args := make([]any, 3, 3+len(ws.tail))
+// scriptCall returns the keys and arguments of one run of log.lua or
+// counter.lua, and the calendar quotas among them. The quotas' periods
+// are those of at, or of this process's clock when at is 0 (the script
+// then reads the Redis clock for everything else).
+func scriptCall(key string, at int64, cost int, member string, ws *windowSet) ([]string, []any, []quota) {
+	args := make([]any, 3, 3+len(ws.tail)+2*len(ws.cal))
 	args[0] = ""
 	if at != 0 {
 		args[0] = at
 	}
 	args[1], args[2] = cost, member
-	return append(args, ws.tail...)
+	args = append(args, ws.tail...)
+	keys := []string{key}
+	if len(ws.cal) == 0 {
+		return keys, args, nil
+	}
+	t := at
+	if t == 0 {
+		t = time.Now().UnixMicro()
+	}
+	qs := quotas(key, ws, t)
+	for _, q := range qs {
+		keys = append(keys, q.key)
+		args = append(args, q.limit, q.end)
+	}
+	return keys, args, qs
 }
 
 func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error) {
@@ -107,11 +136,37 @@ func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at i
 	if alg == Counter {
 		sc, op = s.counter, "counter"
 	}
-	v, err := s.run(ctx, op, sc, []string{key}, windowArgs(at, cost, member, ws)...)
+	if cost == 0 {
+		op = "read"
+	}
+	keys, args, qs := scriptCall(key, at, cost, member, ws)
+	v, err := s.run(ctx, op, sc, keys, args...)
 	if err != nil {
 		return outcome{}, err
 	}
-	return parseOutcome(v, len(ws.ws))
+	o, err := parseOutcome(v, len(ws.ws))
+	if err != nil {
+		return outcome{}, err
+	}
+	o.windows = inWindowOrder(o.windows, ws, qs)
+	return o, nil
+}
+
+// inWindowOrder puts the windows of a script's answer (sliding windows,
+// then quotas) in the order of ws, with the quotas' periods.
+func inWindowOrder(got []windowOutcome, ws *windowSet, qs []quota) []windowOutcome {
+	if len(qs) == 0 {
+		return got // no quotas: the sliding windows are all of ws, in order
+	}
+	out := make([]windowOutcome, len(ws.ws))
+	for k, i := range ws.sliding {
+		out[i] = got[k]
+	}
+	for j, i := range ws.cal {
+		out[i] = got[len(ws.sliding)+j]
+		out[i].start, out[i].end = qs[j].start, qs[j].end
+	}
+	return out
 }
 
 func parseOutcome(v any, n int) (outcome, error) {
@@ -158,9 +213,27 @@ func (s *redisStore) release(ctx context.Context, key, token string) error {
 	return err
 }
 
-// keys names the Redis keys of one identity under one policy. Each script
-// touches exactly one key, so every decision is single-slot on a Cluster
-// without hash tags, and the log key keeps its plain documented name.
+func (s *redisStore) inFlight(ctx context.Context, key string, at int64) (int, error) {
+	var when any = ""
+	if at != 0 {
+		when = at
+	}
+	v, err := s.run(ctx, "inflight", s.flights, []string{key}, when)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("in-flight script returned %T", v)
+	}
+	return int(n), nil
+}
+
+// keys names the Redis keys of one identity under one policy. A script
+// touches one of these keys, plus, for a policy with calendar quotas, the
+// quotas' counters, which quotaKey names in the same slot; so every
+// decision is single-slot on a Cluster, and the log key keeps its plain
+// documented name.
 func logKey(policy, identity string) string     { return "rl:" + policy + ":" + identity }
 func counterKey(policy, identity string) string { return "rlc:" + policy + ":" + identity }
 func flightKey(policy, identity string) string  { return "rlf:" + policy + ":" + identity }
