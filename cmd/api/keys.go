@@ -25,7 +25,7 @@ const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
        api keys list
        api keys revoke ID
 
-Scopes: proximity:read, geofences:read, geofences:write, tiles:read, or all.
+Scopes: proximity:read, geofences:read, geofences:write, tiles:read, features:read, admin, or all.
 Run 'api keys create -h' for the flags of create.
 `
 

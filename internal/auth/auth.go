@@ -22,13 +22,17 @@ const (
 	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
 	ScopeTilesRead      = "tiles:read"      // vector tiles
 	ScopeFeaturesRead   = "features:read"   // OGC API feature pages
+	// ScopeAdmin is key administration (the /admin/ routes): creating,
+	// changing, rotating and revoking API keys, and reading the audit
+	// trail. Anonymous callers can never hold it.
+	ScopeAdmin = "admin"
 )
 
 // AllScopes lists every scope geogate knows, in a stable order.
-var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead}
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead, ScopeAdmin}
 
 // ReadScopes are the scopes that only read; anonymous callers get them by
-// default in development.
+// default in development. ScopeAdmin is not one of them.
 var ReadScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeTilesRead, ScopeFeaturesRead}
 
 // Identity kinds.

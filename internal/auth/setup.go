@@ -57,6 +57,9 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 		if !slices.Contains(AllScopes, sc) {
 			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: unknown scope %q (known: %v, or none)", sc, AllScopes)
 		}
+		if sc == ScopeAdmin {
+			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: %s cannot be granted to callers without credentials", ScopeAdmin)
+		}
 	}
 	var jwks *JWKS
 	switch {
