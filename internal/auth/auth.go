@@ -125,6 +125,7 @@ var (
 	errMalformedKey    = apperr.New(apperr.Unauthenticated, "The x-api-key header is malformed.")
 	errInvalidKey      = apperr.New(apperr.Unauthenticated, "The API key is not valid.")
 	errExpiredKey      = apperr.New(apperr.Unauthenticated, "The API key has expired.")
+	errRotatedKey      = apperr.New(apperr.Unauthenticated, "The API key's secret was replaced by a new one and no longer works.")
 	errInvalidToken    = apperr.New(apperr.Unauthenticated, "The bearer token is not valid.")
 	errExpiredToken    = apperr.New(apperr.Unauthenticated, "The bearer token has expired.")
 	errEarlyToken      = apperr.New(apperr.Unauthenticated, "The bearer token is not valid yet.")
