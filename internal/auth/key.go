@@ -21,7 +21,7 @@ type Key struct {
 	// every layer.
 	Layers []string
 	// Overrides are, per rate-limit policy, the windows this key should
-	// get instead of the policy's ("10/1s,600/1m", the RATELIMIT_<POLICY>
+	// get instead of the policy's ("10/1s,600/1m", ratelimit.ParseWindows'
 	// syntax); nil means none. They are stored and shown; the limiter
 	// does not apply them yet.
 	Overrides map[string]string
