@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Provisions the development API key: id "demo", secret "demo", every
-# scope, no expiry. Run by scripts/run.sh after the migrations; safe to run
+# scope (admin included: it can create, change and revoke every key), no
+# expiry. Run by scripts/run.sh after the migrations; safe to run
 # again (the key is reset to exactly this). Never run it against a
 # production database.
 set -euo pipefail
@@ -12,5 +13,5 @@ if ! out=$(bin/api keys create --name demo --secret demo --scopes all --replace 
   echo "dev-setup: could not create the demo key: $out" >&2
   exit 1
 fi
-echo "dev-setup: API key 'demo' (secret 'demo', all scopes) is ready. FOR DEVELOPMENT ONLY."
+echo "dev-setup: API key 'demo' (secret 'demo', all scopes, admin included) is ready. FOR DEVELOPMENT ONLY."
 echo "           curl -H 'x-api-key: demo' 'http://localhost:${PORT:-8000}/within?lng=13.4&lat=52.5&radius=500'"

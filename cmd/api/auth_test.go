@@ -114,7 +114,11 @@ func TestKeysAndTokenCLIErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"keys"}, nil, "subcommand is required"},
-		{[]string{"keys", "rotate"}, nil, "unknown subcommand"},
+		{[]string{"keys", "rename"}, nil, "unknown subcommand"},
+		{[]string{"keys", "rotate"}, nil, "exactly one key id"},
+		{[]string{"keys", "rotate", "--grace", "a day", "x"}, nil, "invalid value"},
+		{[]string{"keys", "audit", "x"}, nil, "use --key ID"},
+		{[]string{"keys", "audit", "--limit", "0"}, nil, "--limit must be from 1"},
 		{[]string{"keys", "create", "--scopes", "all"}, nil, "--name and --scopes are required"},
 		{[]string{"keys", "create", "--name", "x", "--scopes", "bogus"}, nil, `unknown scope "bogus"`},
 		{[]string{"keys", "create", "--name", "x", "--scopes", "all", "--bbox", "1,2,3"}, nil, "--bbox must be"},

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/geogate/geogate/internal/admin"
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
@@ -24,14 +27,18 @@ import (
 const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
        api keys list
        api keys revoke ID
+       api keys rotate [--grace 24h] ID
+       api keys audit [--key ID] [--limit 100]
 
-Scopes: proximity:read, geofences:read, geofences:write, tiles:read, or all.
+Scopes: proximity:read, geofences:read, geofences:write, tiles:read, features:read, admin, or all.
 Run 'api keys create -h' for the flags of create.
 `
 
-// keysCmd manages API keys: create prints the secret once, list never
-// shows secrets, revoke takes effect in running services within
-// API_KEY_CACHE_TTL.
+// keysCmd manages API keys through the admin service the /admin/ routes
+// use, each change recorded in the audit trail as done by the CLI and the
+// operating-system user: create and rotate print a secret once, list never
+// shows secrets, a revocation reaches running services at once (within
+// API_KEY_CACHE_TTL while one cannot hear the database).
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, keysUsage)
@@ -45,6 +52,10 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return keysList(ctx, args, getenv, stdout, stderr)
 	case "revoke":
 		return keysRevoke(ctx, args, getenv, stdout, stderr)
+	case "rotate":
+		return keysRotate(ctx, args, getenv, stdout, stderr)
+	case "audit":
+		return keysAudit(ctx, args, getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, keysUsage)
 		return nil
@@ -94,8 +105,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if *secret != "" {
 		fmt.Fprintln(stderr, "warning: --secret chooses a guessable secret; use it for development only")
 	}
-	return withStore(ctx, getenv, func(s *auth.Store) error {
-		got, err := s.Create(ctx, auth.CreateOptions{Key: k, Secret: *secret, Replace: *replace})
+	return withAdmin(ctx, getenv, func(s *admin.Service, a admin.Actor) error {
+		_, got, err := s.Create(ctx, a, auth.CreateOptions{Key: k, Secret: *secret, Replace: *replace})
 		if *ifMissing && errors.Is(err, auth.ErrKeyExists) {
 			fmt.Fprintf(stdout, "key %s already exists; left as it is\n", k.ID)
 			return nil
@@ -115,7 +126,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return withStore(ctx, getenv, func(s *auth.Store) error {
+	return withAdmin(ctx, getenv, func(s *admin.Service, _ admin.Actor) error {
 		keys, err := s.List(ctx)
 		if err != nil {
 			return err
@@ -124,13 +135,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(w, "ID\tSTATUS\tSCOPES\tTIER\tSPATIAL\tLAYERS\tCREATED\tEXPIRES\tNOTES")
 		now := time.Now()
 		for _, k := range keys {
-			status := "active"
-			if k.Usable(now) != nil {
-				status = "expired"
-				if k.RevokedAt != nil {
-					status = "revoked"
-				}
-			}
+			status := admin.Status(k, now)
 			exp := "never"
 			if k.ExpiresAt != nil {
 				exp = k.ExpiresAt.UTC().Format(time.RFC3339)
@@ -152,17 +157,75 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return errors.New("keys revoke: exactly one key id is required")
 	}
 	id := fs.Arg(0)
-	return withStore(ctx, getenv, func(s *auth.Store) error {
-		if err := s.Revoke(ctx, id); err != nil {
+	return withAdmin(ctx, getenv, func(s *admin.Service, a admin.Actor) error {
+		if _, err := s.Revoke(ctx, a, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "revoked key %s (running services stop accepting it within API_KEY_CACHE_TTL)\n", id)
+		fmt.Fprintf(stdout, "revoked key %s (running services stop accepting it at once, or within API_KEY_CACHE_TTL if one cannot hear the database)\n", id)
 		return nil
 	})
 }
 
-// withStore opens the database named by DATABASE_URL for one command.
-func withStore(ctx context.Context, getenv func(string) string, f func(*auth.Store) error) error {
+func keysRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	grace := fs.Duration("grace", admin.DefaultGrace, "how long the old secret keeps working, at most "+admin.MaxGrace.String()+" (0: stops at once)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("keys rotate: exactly one key id is required")
+	}
+	id := fs.Arg(0)
+	return withAdmin(ctx, getenv, func(s *admin.Service, a admin.Actor) error {
+		k, secret, err := s.Rotate(ctx, a, id, *grace)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "rotated key %s; the old secret works until %s; the new secret is shown only now:\n",
+			k.ID, k.PreviousSecretUntil.UTC().Format(time.RFC3339))
+		fmt.Fprintln(stdout, secret)
+		return nil
+	})
+}
+
+func keysAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	key := fs.String("key", "", "only the entries of this key id")
+	limit := fs.Int("limit", admin.DefaultAuditLimit, fmt.Sprintf("at most this many entries, newest first (1 to %d)", admin.MaxAuditLimit))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return errors.New("keys audit: no arguments; use --key ID")
+	}
+	if *limit < 1 || *limit > admin.MaxAuditLimit {
+		return fmt.Errorf("keys audit: --limit must be from 1 to %d", admin.MaxAuditLimit)
+	}
+	return withAdmin(ctx, getenv, func(s *admin.Service, _ admin.Actor) error {
+		entries, _, err := s.Audit(ctx, admin.AuditQuery{KeyID: *key, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tAT\tWHO\tFROM\tACTION\tKEY\tCHANGES")
+		for _, e := range entries {
+			from := "-"
+			if e.Client != nil {
+				from = *e.Client
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s:%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Actor.Kind, e.Actor.ID,
+				from, e.Action, e.KeyID, e.Changes)
+		}
+		return w.Flush()
+	})
+}
+
+// withAdmin opens the database named by DATABASE_URL for one command and
+// hands f the admin service on it and the actor the CLI records: cli and
+// the operating-system user.
+func withAdmin(ctx context.Context, getenv func(string) string, f func(*admin.Service, admin.Actor) error) error {
 	cfg, err := config.Load(getenv, config.NeedPostgres)
 	if err != nil {
 		return err
@@ -172,17 +235,45 @@ func withStore(ctx context.Context, getenv func(string) string, f func(*auth.Sto
 		return err
 	}
 	defer pool.Close()
-	return cliError(f(auth.NewStore(pool)))
+	svc := admin.New(pool, admin.Options{Policies: slices.Sorted(maps.Keys(cfg.RateLimit))})
+	return cliError(f(svc, admin.Actor{Kind: admin.KindCLI, ID: osUser(getenv)}))
+}
+
+// osUser names who runs the command: the operating-system user, else
+// $USER, else "unknown".
+func osUser(getenv func(string) string) string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
 }
 
 // cliError turns store errors into messages for a terminal.
 func cliError(err error) error {
-	var pe *pgconn.PgError
+	var (
+		pe *pgconn.PgError
+		ve *apperr.ValidationError
+	)
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &pe) && pe.Code == "42P01":
-		return errors.New("the api_keys table is missing: run 'api migrate' first")
+		return errors.New("a table of geogate's is missing: run 'api migrate' first")
+	case errors.As(err, &ve):
+		var msgs []string
+		for _, f := range ve.Fields {
+			var where []string
+			for _, l := range f.Loc {
+				if l != "body" {
+					where = append(where, fmt.Sprint(l))
+				}
+			}
+			msgs = append(msgs, strings.Join(where, ".")+": "+f.Msg)
+		}
+		return errors.New(strings.Join(msgs, "; "))
 	case apperr.KindOf(err) != apperr.Internal:
 		return errors.New(apperr.MessageOf(err))
 	}

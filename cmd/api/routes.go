@@ -84,7 +84,7 @@ func spendOnCollection(policy string, cost func(*gin.Context) int) limit {
 
 // routes lists every route of the service.
 func routes(s *services) []route {
-	geo, t, docs, f := s.geofence, s.tiles, s.docs, s.features
+	geo, t, docs, f, ad := s.geofence, s.tiles, s.docs, s.features, s.admin
 	q := &quotas{s: s}
 	rs := []route{
 		{"GET", "/healthz", public, free, s.health.Live},
@@ -135,6 +135,19 @@ func routes(s *services) []route {
 		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.OGCTile},
 		{"GET", "/styles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Styles},
 		{"GET", "/styles/:styleId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Style},
+
+		// Key administration. Only operators hold the admin scope, and
+		// the scope is checked before anything else runs; the routes are
+		// a few indexed statements each and spend no budget, so that a
+		// caller's spatial budget never stands between an operator and a
+		// revocation.
+		{"GET", "/admin/keys", auth.ScopeAdmin, free, ad.List},
+		{"POST", "/admin/keys", auth.ScopeAdmin, free, ad.Create},
+		{"GET", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Get},
+		{"PATCH", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Update},
+		{"DELETE", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Revoke},
+		{"POST", "/admin/keys/:id/rotate", auth.ScopeAdmin, free, ad.Rotate},
+		{"GET", "/admin/audit", auth.ScopeAdmin, free, ad.Audit},
 	}
 	q.guardedBy(rs)
 	return rs

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/geogate/geogate/internal/access"
+	"github.com/geogate/geogate/internal/admin"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
@@ -47,6 +50,7 @@ type services struct {
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
 	features *features.Service
+	admin    *admin.Handler
 }
 
 // newServices builds every capability from the configuration and the
@@ -70,6 +74,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry}); err != nil {
 		return nil, err
 	}
+	// A key changed here is forgotten here before the answer; the other
+	// replicas hear of it from the database (auth.KeyEvents).
+	s.admin = admin.NewHandler(admin.New(d.db, admin.Options{
+		Policies: slices.Sorted(maps.Keys(cfg.RateLimit)), OnChange: s.authn.Forget,
+	}))
 	s.limiter, err = ratelimit.New(d.redis, cfg.RateLimit, ratelimit.Options{
 		Timeout: cfg.Redis.Timeout, Registerer: s.registry, Logger: log, Pipeline: cfg.Redis.Pipeline,
 	})

@@ -22,13 +22,17 @@ const (
 	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
 	ScopeTilesRead      = "tiles:read"      // vector tiles
 	ScopeFeaturesRead   = "features:read"   // OGC API feature pages
+	// ScopeAdmin is key administration (the /admin/ routes): creating,
+	// changing, rotating and revoking API keys, and reading the audit
+	// trail. Anonymous callers can never hold it.
+	ScopeAdmin = "admin"
 )
 
 // AllScopes lists every scope geogate knows, in a stable order.
-var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead}
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead, ScopeAdmin}
 
 // ReadScopes are the scopes that only read; anonymous callers get them by
-// default in development.
+// default in development. ScopeAdmin is not one of them.
 var ReadScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeTilesRead, ScopeFeaturesRead}
 
 // Identity kinds.
@@ -121,6 +125,7 @@ var (
 	errMalformedKey    = apperr.New(apperr.Unauthenticated, "The x-api-key header is malformed.")
 	errInvalidKey      = apperr.New(apperr.Unauthenticated, "The API key is not valid.")
 	errExpiredKey      = apperr.New(apperr.Unauthenticated, "The API key has expired.")
+	errRotatedKey      = apperr.New(apperr.Unauthenticated, "The API key's secret was replaced by a new one and no longer works.")
 	errInvalidToken    = apperr.New(apperr.Unauthenticated, "The bearer token is not valid.")
 	errExpiredToken    = apperr.New(apperr.Unauthenticated, "The bearer token has expired.")
 	errEarlyToken      = apperr.New(apperr.Unauthenticated, "The bearer token is not valid yet.")

@@ -20,6 +20,10 @@ type Authenticator struct {
 	tokens     *TokenVerifier
 	timeout    time.Duration
 	outcomes   *prometheus.CounterVec
+	// cache and events are the key cache and its listener New built; nil
+	// for an Authenticator made with NewAuthenticator.
+	cache  *KeyCache
+	events *KeyEvents
 }
 
 // KeyVerifier finds the API key a secret belongs to. It returns an

@@ -19,9 +19,11 @@ type KeyLookup interface {
 // KeyCache verifies API keys through a KeyLookup, remembering each answer
 // (found or not) for a short TTL, so that a busy key costs one hash and one
 // map read per request, and a flood of random keys costs one lookup per
-// key per TTL. A revoked key stops working within the TTL; a key is never
-// served past its own expiry. Concurrent misses for one secret share one
-// lookup. Keys are held by the hash of their secret, never the secret.
+// key per TTL. A change to a key (a revocation) takes effect when Forget
+// is called for it (see KeyEvents), and otherwise within the TTL; a key
+// is never served past its own expiry. Concurrent misses for one secret
+// share one lookup. Keys are held by the hash of their secret, never the
+// secret.
 type KeyCache struct {
 	lookup KeyLookup
 	ttl    time.Duration
@@ -34,6 +36,9 @@ type KeyCache struct {
 
 	mu      sync.Mutex
 	entries map[[32]byte]cacheEntry
+	// gen counts Forget and Flush calls: a lookup that began before one
+	// may have read what it dropped, so its answer is not remembered.
+	gen uint64
 }
 
 type cacheEntry struct {
@@ -96,6 +101,9 @@ func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
 	} else {
 		ctx = context.WithoutCancel(ctx)
 	}
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
 	select {
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
@@ -113,6 +121,9 @@ func (c *KeyCache) fill(ctx context.Context, h [32]byte) (cacheEntry, error) {
 	e := cacheEntry{key: k, found: found, until: c.now().Add(c.ttl)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return e, nil // answers this request, but may predate a change
+	}
 	if len(c.entries) >= c.max {
 		c.evict()
 	}
@@ -140,6 +151,28 @@ func (c *KeyCache) evict() {
 			}
 		}
 	}
+}
+
+// Forget drops what the cache holds of key id, under any of its secrets,
+// and every unknown secret (one may be a new secret of id), so that the
+// next request with any of them reads the store.
+func (c *KeyCache) Forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	for h, e := range c.entries {
+		if !e.found || e.key.ID == id {
+			delete(c.entries, h)
+		}
+	}
+}
+
+// Flush drops every remembered answer.
+func (c *KeyCache) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.entries)
 }
 
 // Len returns the number of remembered answers.

@@ -2,9 +2,11 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +167,34 @@ func TestAccessLogCarriesIdentity(t *testing.T) {
 	do(t, r, "GET", "/within", nil, "[2001:db8:1:2::7]:1")
 	if !strings.Contains(buf.String(), `"identity":"ip:2001:db8:1:2::/64"`) {
 		t.Errorf("access log = %s, want the identity", buf.String())
+	}
+}
+
+// TestAnonymousScopesNeverAdmin: New refuses to grant the admin scope to
+// callers without credentials, whatever the configuration says, and the
+// default anonymous scopes lack it.
+func TestAnonymousScopesNeverAdmin(t *testing.T) {
+	if slices.Contains(ReadScopes, ScopeAdmin) {
+		t.Errorf("ReadScopes = %v, want them without %s", ReadScopes, ScopeAdmin)
+	}
+	if !slices.Contains(AllScopes, ScopeAdmin) {
+		t.Errorf("AllScopes = %v, want %s among them", AllScopes, ScopeAdmin)
+	}
+	for _, tc := range []struct {
+		name    string
+		scopes  []string
+		wantErr bool
+	}{
+		{"ReadScopes", ReadScopes, false},
+		{"None", nil, false},
+		{"Admin", []string{ScopeAdmin}, true},
+		{"AdminAmongOthers", []string{ScopeTilesRead, ScopeAdmin}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(context.Background(), Settings{AnonymousScopes: tc.scopes}, Deps{})
+			if got := err != nil; got != tc.wantErr {
+				t.Errorf("New(AnonymousScopes %v) = %v, want an error: %v", tc.scopes, err, tc.wantErr)
+			}
+		})
 	}
 }

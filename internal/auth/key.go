@@ -20,6 +20,18 @@ type Key struct {
 	// Layers are the layer ids and patterns the key may read; nil means
 	// every layer.
 	Layers []string
+	// Overrides are, per rate-limit policy, the windows this key should
+	// get instead of the policy's ("10/1s,600/1m", ratelimit.ParseWindows'
+	// syntax); nil means none. They are stored and shown; the limiter
+	// does not apply them yet.
+	Overrides map[string]string
+	// PreviousSecretUntil, after a rotation, is when the secret it
+	// replaced stops working; nil when there is no such secret.
+	PreviousSecretUntil *time.Time
+
+	// viaPrevious says the key was found by the secret a rotation
+	// replaced (ByHash), which works only until PreviousSecretUntil.
+	viaPrevious bool
 }
 
 // Usable reports why k cannot be used at t, or nil.
@@ -29,6 +41,9 @@ func (k Key) Usable(t time.Time) error {
 	}
 	if k.ExpiresAt != nil && !k.ExpiresAt.After(t) {
 		return errExpiredKey
+	}
+	if k.viaPrevious && (k.PreviousSecretUntil == nil || !k.PreviousSecretUntil.After(t)) {
+		return errRotatedKey
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ type Settings struct {
 	// AnonymousScopes are granted to requests without credentials.
 	AnonymousScopes []string
 	// KeyCacheTTL is how long a verified (or unknown) API key is
-	// remembered in process; a revocation takes effect within it.
+	// remembered in process. A change to a key reaches the cache at once
+	// through KeyEvents; the TTL bounds it while the listener is down.
 	KeyCacheTTL time.Duration
 	// KeyCacheSize bounds the number of remembered keys.
 	KeyCacheSize int
@@ -50,12 +51,16 @@ type Deps struct {
 }
 
 // New builds the Authenticator s describes: API keys from the database
-// behind a KeyCache, bearer tokens with the HS256 secret and/or a JWKS
+// behind a KeyCache kept in step with the table by KeyEvents (listening
+// until ctx ends), bearer tokens with the HS256 secret and/or a JWKS
 // (loaded now, and refreshed until ctx ends).
 func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 	for _, sc := range s.AnonymousScopes {
 		if !slices.Contains(AllScopes, sc) {
 			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: unknown scope %q (known: %v, or none)", sc, AllScopes)
+		}
+		if sc == ScopeAdmin {
+			return nil, fmt.Errorf("AUTH_ANONYMOUS_SCOPES: %s cannot be granted to callers without credentials", ScopeAdmin)
 		}
 	}
 	var jwks *JWKS
@@ -81,15 +86,37 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keys KeyVerifier
+	var (
+		keys   KeyVerifier
+		cache  *KeyCache
+		events *KeyEvents
+	)
 	if d.DB != nil {
-		keys = NewKeyCache(NewStore(d.DB), s.KeyCacheTTL, s.KeyCacheSize)
+		cache = NewKeyCache(NewStore(d.DB), s.KeyCacheTTL, s.KeyCacheSize)
+		keys = cache
+		events = NewKeyEvents(d.DB, cache, d.Log, d.Registerer)
+		go events.Run(ctx)
 	}
-	return NewAuthenticator(Options{
+	a := NewAuthenticator(Options{
 		AnonymousScopes: s.AnonymousScopes,
 		Keys:            keys,
 		Tokens:          tokens,
 		Timeout:         s.LookupTimeout,
 		Registerer:      d.Registerer,
-	}), nil
+	})
+	a.cache, a.events = cache, events
+	return a, nil
 }
+
+// Forget makes this process drop what it cached of key id at once, as a
+// notification from the database would; a replica that changed a key
+// calls it before answering, so that the change holds there even while
+// its listener is down.
+func (a *Authenticator) Forget(id string) {
+	if a.cache != nil {
+		a.cache.Forget(id)
+	}
+}
+
+// KeyEvents returns the listener New started, or nil without a database.
+func (a *Authenticator) KeyEvents() *KeyEvents { return a.events }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,13 +19,25 @@ import (
 	"github.com/geogate/geogate/internal/spatial"
 )
 
-// Store keeps API keys in PostgreSQL (table api_keys, migration 00002).
+// Store keeps API keys in PostgreSQL (table api_keys, migrations 00002,
+// 00010 and 00012).
 type Store struct {
-	db *pgxpool.Pool
+	db Querier
+}
+
+// Querier runs statements: a pool, a connection or a transaction.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // NewStore returns a Store on db.
 func NewStore(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+// NewStoreOn returns a Store whose statements run on q, for example a
+// transaction that also records what it changed.
+func NewStoreOn(q Querier) *Store { return &Store{db: q} }
 
 var keyIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
@@ -54,16 +68,22 @@ type CreateOptions struct {
 	// Secret is the secret to store; empty generates one.
 	Secret string
 	// Replace updates an existing key with the same id (its secret, scopes,
-	// tier, spatial scope, layers, expiry and notes; a revoked key is
-	// restored).
+	// tier, spatial scope, layers, overrides, expiry and notes; a revoked
+	// key is restored, and a rotated-away secret stops working).
 	Replace bool
 }
+
+// ErrBadKeyID is the refusal of a key id that no key could have.
+var ErrBadKeyID = apperr.New(apperr.Invalid, "A key id is 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit.")
+
+// ValidKeyID reports whether id is a well-formed key id.
+func ValidKeyID(id string) bool { return keyIDRe.MatchString(id) }
 
 // Create stores a key and returns the secret, which is never stored nor
 // shown again.
 func (s *Store) Create(ctx context.Context, o CreateOptions) (string, error) {
 	if !keyIDRe.MatchString(o.ID) {
-		return "", apperr.New(apperr.Invalid, "A key id is 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit.")
+		return "", ErrBadKeyID
 	}
 	if o.Secret == "" {
 		o.Secret = NewSecret(o.ID)
@@ -71,52 +91,69 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (string, error) {
 	if err := checkKeyHeader(o.Secret); err != nil {
 		return "", apperr.New(apperr.Invalid, "A secret is 1 to 256 printable ASCII characters without spaces.")
 	}
-	h := HashSecret(o.Secret)
-	scopes := o.Scopes
-	if scopes == nil {
-		scopes = []string{}
-	}
-	var tier *string
-	if o.Tier != "" {
-		tier = &o.Tier
-	}
-	var geo []byte
-	if o.Spatial != nil {
-		geo, _ = o.Spatial.MarshalJSON()
-	}
 	if err := ValidateLayers(o.Layers); err != nil {
 		return "", err
 	}
+	h := HashSecret(o.Secret)
 	q := insertKeySQL
 	if o.Replace {
 		q = upsertKeySQL
 	}
-	// A nil o.Layers is NULL, every layer.
-	_, err := s.db.Exec(ctx, q, o.ID, h[:], o.Notes, scopes, tier, geo, o.ExpiresAt, o.Layers)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		if pe.ConstraintName == "api_keys_pkey" {
-			return "", ErrKeyExists
-		}
-		return "", ErrSecretInUse
-	}
-	if err != nil {
+	_, err := s.db.Exec(ctx, q, append([]any{o.ID, h[:]}, keyArgs(o.Key)...)...)
+	if err := writeError(err); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
 	return o.Secret, nil
 }
 
+// keyArgs are the arguments of the statements that write a key that
+// follow its id (and secret): notes, scopes, tier, geo_scope, expires_at,
+// layers, overrides.
+func keyArgs(k Key) []any {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	var tier *string
+	if k.Tier != "" {
+		tier = &k.Tier
+	}
+	var geo []byte
+	if k.Spatial != nil {
+		geo, _ = k.Spatial.MarshalJSON()
+	}
+	var overrides []byte
+	if k.Overrides != nil {
+		overrides, _ = json.Marshal(k.Overrides)
+	}
+	// A nil k.Layers is NULL, every layer.
+	return []any{k.Notes, scopes, tier, geo, k.ExpiresAt, k.Layers, overrides}
+}
+
+// writeError names the unique constraints a write can break.
+func writeError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		if pe.ConstraintName == "api_keys_pkey" {
+			return ErrKeyExists
+		}
+		return ErrSecretInUse
+	}
+	return err
+}
+
 const insertKeySQL = `
-INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers, overrides)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 
 const upsertKeySQL = insertKeySQL + `
 ON CONFLICT (id) DO UPDATE SET
     secret_hash = EXCLUDED.secret_hash, notes = EXCLUDED.notes, scopes = EXCLUDED.scopes,
     tier = EXCLUDED.tier, geo_scope = EXCLUDED.geo_scope, expires_at = EXCLUDED.expires_at,
-    layers = EXCLUDED.layers, revoked_at = NULL`
+    layers = EXCLUDED.layers, overrides = EXCLUDED.overrides, revoked_at = NULL,
+    previous_secret_hash = NULL, previous_secret_until = NULL`
 
-const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers`
+const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers, overrides, previous_secret_until`
 
 // List returns every key, revoked and expired ones included, by id.
 func (s *Store) List(ctx context.Context) ([]Key, error) {
@@ -129,6 +166,54 @@ func (s *Store) List(ctx context.Context) ([]Key, error) {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
 	return keys, nil
+}
+
+// Get returns key id, or ErrKeyNotFound.
+func (s *Store) Get(ctx context.Context, id string) (Key, error) {
+	return s.get(ctx, id, "")
+}
+
+// GetForUpdate is Get that also locks the key's row until the end of the
+// Store's transaction, so that a change computed from it is not lost to a
+// concurrent one.
+func (s *Store) GetForUpdate(ctx context.Context, id string) (Key, error) {
+	return s.get(ctx, id, " FOR UPDATE")
+}
+
+func (s *Store) get(ctx context.Context, id, lock string) (Key, error) {
+	if !keyIDRe.MatchString(id) {
+		return Key{}, ErrKeyNotFound
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1`+lock, id)
+	if err != nil {
+		return Key{}, fmt.Errorf("read API key: %w", err)
+	}
+	k, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Key{}, ErrKeyNotFound
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("read API key: %w", err)
+	}
+	return k, nil
+}
+
+// Update writes k's notes, scopes, tier, spatial scope, expiry, layers and
+// overrides over those of the stored key k.ID; its secrets and its
+// created and revoked times stay as they are.
+func (s *Store) Update(ctx context.Context, k Key) error {
+	if err := ValidateLayers(k.Layers); err != nil {
+		return err
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE api_keys SET notes = $2, scopes = $3, tier = $4, geo_scope = $5,
+		expires_at = $6, layers = $7, overrides = $8 WHERE id = $1`, append([]any{k.ID}, keyArgs(k)...)...)
+	if err != nil {
+		return fmt.Errorf("update API key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrKeyNotFound
+	}
+	return nil
 }
 
 // Revoke marks key id revoked now. Revoking a revoked key keeps its first
@@ -144,14 +229,48 @@ func (s *Store) Revoke(ctx context.Context, id string) error {
 	return nil
 }
 
+// ErrKeyRevoked refuses to rotate a revoked key: a new secret would not
+// make it usable.
+var ErrKeyRevoked = apperr.New(apperr.Conflict, "The API key is revoked.")
+
+// Rotate gives key id a new secret, which it returns. The secret it had
+// keeps working for grace more (none when grace is 0); a secret replaced
+// by an earlier rotation stops working at once.
+func (s *Store) Rotate(ctx context.Context, id string, grace time.Duration) (string, error) {
+	if grace < 0 {
+		grace = 0
+	}
+	secret := NewSecret(id)
+	h := HashSecret(secret)
+	tag, err := s.db.Exec(ctx, `UPDATE api_keys SET previous_secret_hash = secret_hash,
+		previous_secret_until = now() + make_interval(secs => $3), secret_hash = $2
+		WHERE id = $1 AND revoked_at IS NULL`, id, h[:], grace.Seconds())
+	if err != nil {
+		return "", fmt.Errorf("rotate API key: %w", writeError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.Get(ctx, id); err != nil {
+			return "", err
+		}
+		return "", ErrKeyRevoked
+	}
+	return secret, nil
+}
+
 // ByHash returns the key whose secret hashes to h, revoked and expired
-// ones included, or ErrKeyNotFound.
+// ones included, or ErrKeyNotFound. A secret that a rotation replaced
+// finds its key too, usable only until the key's PreviousSecretUntil.
 func (s *Store) ByHash(ctx context.Context, h [32]byte) (Key, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE secret_hash = $1`, h[:])
+	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+`, secret_hash <> $1 FROM api_keys
+		WHERE secret_hash = $1 OR previous_secret_hash = $1 ORDER BY secret_hash <> $1 LIMIT 1`, h[:])
 	if err != nil {
 		return Key{}, fmt.Errorf("look up API key: %w", err)
 	}
-	k, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	k, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := scanInto(row, &k, &k.viaPrevious)
+		return k, err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Key{}, ErrKeyNotFound
 	}
@@ -162,13 +281,22 @@ func (s *Store) ByHash(ctx context.Context, h [32]byte) (Key, error) {
 }
 
 func scanKey(row pgx.CollectableRow) (Key, error) {
+	var k Key
+	err := scanInto(row, &k)
+	return k, err
+}
+
+// scanInto reads the keyColumns of row, and then extra, into k.
+func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	var (
-		k    Key
-		tier *string
-		geo  []byte
+		tier      *string
+		geo       []byte
+		overrides []byte
 	)
-	if err := row.Scan(&k.ID, &k.Notes, &k.Scopes, &tier, &geo, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Layers); err != nil {
-		return Key{}, err
+	dest := append([]any{&k.ID, &k.Notes, &k.Scopes, &tier, &geo, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Layers,
+		&overrides, &k.PreviousSecretUntil}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
 	}
 	if tier != nil {
 		k.Tier = *tier
@@ -176,14 +304,19 @@ func scanKey(row pgx.CollectableRow) (Key, error) {
 	if len(geo) > 0 {
 		sp, err := spatial.Parse(geo)
 		if err != nil {
-			return Key{}, fmt.Errorf("key %s has a bad geo_scope: %w", k.ID, err)
+			return fmt.Errorf("key %s has a bad geo_scope: %w", k.ID, err)
 		}
 		k.Spatial = sp
 	}
 	// As for geo_scope: a row written with plain SQL, not Create, is
 	// refused rather than served with a meaning nobody checked.
 	if err := ValidateLayers(k.Layers); err != nil {
-		return Key{}, fmt.Errorf("key %s has bad layers: %s", k.ID, apperr.MessageOf(err))
+		return fmt.Errorf("key %s has bad layers: %s", k.ID, apperr.MessageOf(err))
 	}
-	return k, nil
+	if len(overrides) > 0 {
+		if err := json.Unmarshal(overrides, &k.Overrides); err != nil {
+			return fmt.Errorf("key %s has bad overrides: %w", k.ID, err)
+		}
+	}
+	return nil
 }

@@ -462,3 +462,136 @@ func TestKeyLayersChangeWithinTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreGetUpdate: Get finds a key by id, Update changes what it may
+// change and nothing else, overrides round-trip, and unknown or malformed
+// ids are ErrKeyNotFound.
+func TestStoreGetUpdate(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(testenv.DB(t))
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: []string{ScopeTilesRead}, Notes: "first"}, Secret: "k-secret"})
+	before, err := s.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.ID != "k" || before.Notes != "first" || before.Overrides != nil || before.PreviousSecretUntil != nil {
+		t.Errorf("Get(k) = %+v, want the key as created, without overrides or a previous secret", before)
+	}
+	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	box, _ := spatial.NewBBox(13, 52, 14, 53)
+	changed := before
+	changed.Notes, changed.Scopes, changed.Tier, changed.Spatial = "second", []string{ScopeAdmin, ScopeTilesRead}, "gold", box
+	changed.ExpiresAt, changed.Layers, changed.Overrides = &exp, []string{"roads"}, map[string]string{"geofence": "10/1s"}
+	if err := s.Update(ctx, changed); err != nil {
+		t.Fatalf("Update() = %v", err)
+	}
+	after, err := s.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(changed, after, cmp.AllowUnexported(Key{}), cmp.Comparer(func(a, b *spatial.Scope) bool { return a.String() == b.String() })); diff != "" {
+		t.Errorf("Get after Update (-want +got):\n%s", diff)
+	}
+	if k, err := s.ByHash(ctx, HashSecret("k-secret")); err != nil || k.Notes != "second" {
+		t.Errorf("ByHash(k) after Update = %+v, %v; want the changed key under the same secret", k, err)
+	}
+	for _, id := range []string{"missing", "a b", ""} {
+		if _, err := s.Get(ctx, id); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Get(%q) = %v, want ErrKeyNotFound", id, err)
+		}
+	}
+	if err := s.Update(ctx, Key{ID: "missing"}); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("Update(missing) = %v, want ErrKeyNotFound", err)
+	}
+	if err := s.Update(ctx, Key{ID: "k", Layers: []string{}}); apperr.KindOf(err) != apperr.Invalid {
+		t.Errorf("Update(empty layers) = %v, want Invalid", err)
+	}
+}
+
+// TestStoreRotate: after a rotation the new secret works and the old one
+// works until the grace period ends, cached or not; a second rotation
+// ends the first old secret at once; replacing the key ends it too; a
+// revoked or unknown key cannot be rotated.
+func TestStoreRotate(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(testenv.DB(t))
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret"})
+	cache := NewKeyCache(s, time.Hour, 100)
+	var offset time.Duration
+	cache.now = func() time.Time { return time.Now().Add(offset) }
+	if _, err := cache.Verify(ctx, "k-secret"); err != nil {
+		t.Fatal(err)
+	}
+	const grace = time.Hour
+	second, err := s.Rotate(ctx, "k", grace)
+	if err != nil {
+		t.Fatalf("Rotate() = %v", err)
+	}
+	if !strings.HasPrefix(second, "gg_k_") {
+		t.Errorf("Rotate() = %q, want a gg_k_ secret", second)
+	}
+	k, err := s.Get(ctx, "k")
+	if err != nil || k.PreviousSecretUntil == nil || time.Until(*k.PreviousSecretUntil) < grace-time.Minute {
+		t.Fatalf("Get after Rotate = %+v, %v; want the previous secret good for about %v", k, err, grace)
+	}
+	// The cache still holds the old secret's answer, from before the
+	// rotation: a fresh cache reads both from the store.
+	fresh := NewKeyCache(s, time.Hour, 100)
+	fresh.now = cache.now
+	for _, c := range []*KeyCache{cache, fresh} {
+		c.Forget("k")
+		for _, secret := range []string{"k-secret", second} {
+			if got, err := c.Verify(ctx, secret); err != nil || got.ID != "k" {
+				t.Errorf("Verify(%.8s...) within the grace period = %v, want key k", secret, err)
+			}
+		}
+	}
+	offset = grace + time.Minute
+	if _, err := cache.Verify(ctx, "k-secret"); !errors.Is(err, errRotatedKey) {
+		t.Errorf("Verify(old secret) after the grace period = %v, want errRotatedKey", err)
+	}
+	if _, err := cache.Verify(ctx, second); err != nil {
+		t.Errorf("Verify(new secret) after the grace period = %v, want nil", err)
+	}
+	offset = 0
+
+	third, err := s.Rotate(ctx, "k", grace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		secret string
+		works  bool
+	}{{"k-secret", false}, {second, true}, {third, true}} {
+		k, err := s.ByHash(ctx, HashSecret(tc.secret))
+		if err == nil {
+			err = k.Usable(time.Now())
+		}
+		if (err == nil) != tc.works {
+			t.Errorf("after a second rotation, secret %.8s...: %v, want working %v", tc.secret, err, tc.works)
+		}
+	}
+	if _, err := s.Rotate(ctx, "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := s.ByHash(ctx, HashSecret(third)); err != nil || k.Usable(time.Now()) == nil {
+		t.Errorf("secret rotated away without grace: %+v, %v; want found but unusable", k, err)
+	}
+
+	mustCreate(t, s, CreateOptions{Key: Key{ID: "k", Scopes: AllScopes}, Secret: "k-secret", Replace: true})
+	if k, err := s.Get(ctx, "k"); err != nil || k.PreviousSecretUntil != nil {
+		t.Errorf("after replace: %+v, %v; want no previous secret", k, err)
+	}
+	if err := s.Revoke(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rotate(ctx, "k", grace); !errors.Is(err, ErrKeyRevoked) {
+		t.Errorf("Rotate(revoked) = %v, want ErrKeyRevoked", err)
+	}
+	if k, err := s.ByHash(ctx, HashSecret("k-secret")); err != nil || k.PreviousSecretUntil != nil {
+		t.Errorf("a refused rotation changed the key: %+v, %v", k, err)
+	}
+	if _, err := s.Rotate(ctx, "missing", grace); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("Rotate(missing) = %v, want ErrKeyNotFound", err)
+	}
+}

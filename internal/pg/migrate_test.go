@@ -211,3 +211,110 @@ func TestMigrationAddsKeyLayers(t *testing.T) {
 		t.Errorf("migrate down to 9 again: %v, layers column left: %v", err, hasLayers())
 	}
 }
+
+// TestMigrationAddsKeyAdmin: keys created before migration 12 keep working
+// after it, without overrides or a previous secret; a write to api_keys
+// notifies geogate_keys with the key's id when it commits (a TRUNCATE
+// with an empty payload); admin_audit takes entries; and down removes it
+// all again.
+func TestMigrationAddsKeyAdmin(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t)
+	ctx := context.Background()
+	p, closer, err := pg.Provider(db, pg.Schemas{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	present := func() (columns, tables int) {
+		t.Helper()
+		if err := db.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'api_keys'
+			   AND column_name IN ('overrides', 'previous_secret_hash', 'previous_secret_until')),
+			(SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'admin_audit')`,
+			pg.DefaultSchema).Scan(&columns, &tables); err != nil {
+			t.Fatal(err)
+		}
+		return columns, tables
+	}
+	if _, err := p.DownTo(ctx, 11); err != nil {
+		t.Fatalf("migrate down to 11: %v", err)
+	}
+	if c, n := present(); c != 0 || n != 0 {
+		t.Fatalf("after down to 11: %d new columns and %d audit tables left", c, n)
+	}
+	mustExec(t, db, `INSERT INTO api_keys (id, secret_hash, scopes) VALUES ('old-key', sha256('old-secret'), '{tiles:read}')`)
+	if err := pg.Migrate(ctx, db, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Migrate() = %v", err)
+	}
+	if c, n := present(); c != 3 || n != 1 {
+		t.Fatalf("after the migration: %d of 3 new columns and %d of 1 audit tables", c, n)
+	}
+
+	s := auth.NewStore(db)
+	k, err := s.ByHash(ctx, auth.HashSecret("old-secret"))
+	if err != nil || k.ID != "old-key" || k.Overrides != nil || k.PreviousSecretUntil != nil || k.Usable(time.Now()) != nil {
+		t.Fatalf("old key after the migration = %+v, %v; want usable, without overrides or a previous secret", k, err)
+	}
+
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN geogate_keys"); err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := conn.Conn().WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("waiting for a notification: %v", err)
+		}
+		return n.Payload
+	}
+	for _, tc := range []struct {
+		name, sql, want string
+	}{
+		{"Insert", `INSERT INTO api_keys (id, secret_hash) VALUES ('new-key', sha256('new-secret'))`, "new-key"},
+		{"Update", `UPDATE api_keys SET revoked_at = now() WHERE id = 'old-key'`, "old-key"},
+		{"Delete", `DELETE FROM api_keys WHERE id = 'new-key'`, "new-key"},
+		{"Truncate", `TRUNCATE api_keys`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mustExec(t, db, tc.sql)
+			if got := next(); got != tc.want {
+				t.Errorf("%s: notified %q, want %q", tc.sql, got, tc.want)
+			}
+		})
+	}
+	t.Run("RolledBack", func(t *testing.T) {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, secret_hash) VALUES ('never', sha256('never'))`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `INSERT INTO api_keys (id, secret_hash) VALUES ('after', sha256('after'))`)
+		if got := next(); got != "after" {
+			t.Errorf("after a rolled-back insert and a committed one: notified %q, want only %q", got, "after")
+		}
+	})
+	mustExec(t, db, `INSERT INTO admin_audit (actor_kind, actor_id, action, key_id, changes) VALUES ('cli', 'root', 'revoke', 'old-key', '{}')`)
+	if _, err := db.Exec(ctx, `INSERT INTO admin_audit (actor_kind, actor_id, action, key_id) VALUES ('cli', 'root', 'drop', 'old-key')`); err == nil {
+		t.Errorf("an audit entry with an unknown action was taken")
+	}
+
+	if _, err := p.DownTo(ctx, 11); err != nil {
+		t.Fatalf("migrate down to 11 again: %v", err)
+	}
+	if c, n := present(); c != 0 || n != 0 {
+		t.Errorf("after down to 11 again: %d new columns and %d audit tables left", c, n)
+	}
+}
