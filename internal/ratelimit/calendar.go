@@ -76,7 +76,12 @@ type cachedPeriod struct {
 // of its own, or whole although it holds a '}', cannot be wrapped so; its
 // counter is "{<tag>}:<key>:day:...", with a tag that hashes to key's slot.
 func quotaKey(key string, c Calendar, label string) string {
-	suffix := ":" + string(c) + ":" + label
+	return besideKey(key, ":"+string(c)+":"+label)
+}
+
+// besideKey names a key in key's Cluster slot that ends in suffix, as
+// quotaKey describes.
+func besideKey(key, suffix string) string {
 	hashed := hashedPart(key)
 	if hashed == key && !strings.Contains(key, "}") {
 		return "{" + key + "}" + suffix

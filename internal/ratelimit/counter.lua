@@ -4,7 +4,8 @@
 --          holds fields p:b (index of the current fixed bucket), p:c (its
 --          count) and p:p (the previous bucket's count), and field x the
 --          millisecond at which the whole hash is forgotten
--- KEYS[2..] the calendar quotas' counters, as in log.lua
+-- KEYS[2..] the calendar quotas' counters, then optionally the day's
+--          tally of decisions, as in log.lua
 -- ARGV     as in log.lua (ARGV[3] is unused); cost 0 only reads, writing
 --          nothing
 --
@@ -38,8 +39,9 @@ else
   nowus = tonumber(ARGV[1])
 end
 local cost = tonumber(ARGV[2])
-local q = #KEYS - 1
-local n = (#ARGV - 3) / 2 - q
+local h = (#ARGV - 3) % 2
+local q = #KEYS - 1 - h
+local n = (#ARGV - 3 - h) / 2 - q
 
 local function int(x) return string.format('%.0f', x) end
 
@@ -153,5 +155,13 @@ for j = 1, q do
   out[#out + 1] = used
   out[#out + 1] = reset
   out[#out + 1] = retry
+end
+-- The day's tally of decisions; reads (cost 0) are not decisions.
+if h == 1 and cost > 0 then
+  local field = 'r'
+  if admitted == 1 then field = 'a' end
+  if redis.call('HINCRBY', KEYS[#KEYS], field, 1) == 1 then
+    redis.call('PEXPIRE', KEYS[#KEYS], ARGV[#ARGV])
+  end
 end
 return out

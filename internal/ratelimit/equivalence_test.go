@@ -46,11 +46,11 @@ func TestLocalMatchesRedis(t *testing.T) {
 				if rng.IntN(20) == 0 {
 					cost = 20
 				}
-				want, err := rs.decide(context.Background(), tc.alg, key, now, cost, set, fmt.Sprintf("m%d", i))
+				want, err := rs.decide(context.Background(), tc.alg, key, now, cost, set, fmt.Sprintf("m%d", i), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ := ls.decide(context.Background(), tc.alg, key, now, cost, set, "")
+				got, _ := ls.decide(context.Background(), tc.alg, key, now, cost, set, "", nil)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (t=%d key=%s cost=%d): local = %+v, redis = %+v", i, now, key, cost, got, want)
 				}

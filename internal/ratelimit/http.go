@@ -26,7 +26,7 @@ type Caller func(r *http.Request) (identity, tier string)
 // holds an in-flight slot until the handler returns. It panics when policy
 // is not configured or caller is nil: routes are wired at start-up.
 func (l *Limiter) Middleware(policy string, cost func(*gin.Context) int, caller Caller) gin.HandlerFunc {
-	if _, ok := l.policies[policy]; !ok {
+	if _, ok := l.policy(policy); !ok {
 		panic(fmt.Sprintf("ratelimit: Middleware: unknown policy %q", policy))
 	}
 	if caller == nil {
@@ -65,7 +65,9 @@ func (l *Limiter) Admit(c *gin.Context, policy string, cost int, caller Caller) 
 	if !ok {
 		// Refused before any window was charged: the headers tell what the
 		// windows hold, read without spending.
-		if d, err := l.read(ctx, l.policies[policy], Request{Policy: policy, Identity: identity, Tier: tier}); err == nil {
+		// acquire found the policy; a SetPolicies since cannot remove it.
+		p, _ := l.policy(policy)
+		if d, err := l.read(ctx, p, Request{Policy: policy, Identity: identity, Tier: tier}); err == nil {
 			writeHeaders(c.Writer.Header(), d)
 		}
 		c.Header("Retry-After", "1")

@@ -49,21 +49,35 @@ type Options struct {
 	// that move time (across midnight, say) through the HTTP middleware.
 	// In-flight leases keep the Redis clock.
 	Now func() time.Time
+	// TallyDays, when above 0, tallies every decision made through Redis
+	// per identity, policy and UTC day (admitted and refused requests) in
+	// the deciding script's own run, kept TallyDays days after the day
+	// ends; Tallies reads them. TallyOf, when set, picks the identities
+	// tallied (nil: all).
+	TallyDays int
+	TallyOf   func(identity string) bool
 }
 
 // Limiter decides whether requests fit their policy's limits. It is safe
 // for concurrent use.
 type Limiter struct {
-	policies map[string]*compiled
-	redis    *redisStore // nil: in-process only
-	local    *localStore
-	br       *breaker
-	timeout  time.Duration
-	m        *metrics
-	log      *slog.Logger
-	proc     string
-	seq      atomic.Uint64
-	now      func() time.Time // nil: the stores' own clocks
+	// table holds the compiled policies by name; SetPolicies swaps it
+	// whole, so that a decision sees one version of them.
+	table   atomic.Pointer[map[string]*compiled]
+	redis   *redisStore // nil: in-process only
+	local   *localStore
+	br      *breaker
+	timeout time.Duration
+	m       *metrics
+	log     *slog.Logger
+	proc    string
+	seq     atomic.Uint64
+	now     func() time.Time // nil: the stores' own clocks
+
+	tallyDays int
+	tallyOf   func(string) bool
+	today     atomic.Pointer[tallyDay]
+	setMu     sync.Mutex // one SetPolicies at a time
 
 	closeOnce sync.Once
 	logMu     sync.Mutex
@@ -93,29 +107,22 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 		o.BreakerCooldown = 500 * time.Millisecond
 	}
 	l := &Limiter{
-		policies: make(map[string]*compiled, len(policies)),
-		local:    newLocalStore(),
-		br:       newBreaker(o.BreakerThreshold, o.BreakerCooldown),
-		timeout:  o.Timeout,
-		m:        newMetrics(o.Registerer),
-		log:      o.Logger,
-		proc:     processID(),
-		lastLog:  map[string]time.Time{},
-		now:      o.Now,
+		local:     newLocalStore(),
+		br:        newBreaker(o.BreakerThreshold, o.BreakerCooldown),
+		timeout:   o.Timeout,
+		m:         newMetrics(o.Registerer),
+		log:       o.Logger,
+		proc:      processID(),
+		lastLog:   map[string]time.Time{},
+		now:       o.Now,
+		tallyDays: o.TallyDays,
+		tallyOf:   o.TallyOf,
 	}
-	for name, p := range policies {
-		p.Name = name
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-		c := compile(p)
-		for o, outcome := range []string{"allowed", "rejected"} {
-			for b, backend := range backends {
-				c.dec[o][b] = l.m.decisions.WithLabelValues(name, outcome, backend)
-			}
-		}
-		l.policies[name] = c
+	t, err := l.compileAll(policies)
+	if err != nil {
+		return nil, err
 	}
+	l.table.Store(&t)
 	if rdb != nil {
 		l.redis = newRedisStore(rdb)
 		l.redis.onReload = l.m.reloads.Inc
@@ -173,9 +180,59 @@ func (l *Limiter) member() string {
 	return l.proc + strconv.FormatUint(l.seq.Add(1), 36)
 }
 
+// compileAll validates and compiles policies, keyed by their names.
+func (l *Limiter) compileAll(policies map[string]Policy) (map[string]*compiled, error) {
+	t := make(map[string]*compiled, len(policies))
+	for name, p := range policies {
+		p.Name = name
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		c := compile(p)
+		for o, outcome := range []string{"allowed", "rejected"} {
+			for b, backend := range backends {
+				c.dec[o][b] = l.m.decisions.WithLabelValues(name, outcome, backend)
+			}
+		}
+		t[name] = c
+	}
+	return t, nil
+}
+
+// policies returns the policy table decisions use now.
+func (l *Limiter) policies() map[string]*compiled { return *l.table.Load() }
+
+// policy returns the named compiled policy.
+func (l *Limiter) policy(name string) (*compiled, bool) {
+	p, ok := l.policies()[name]
+	return p, ok
+}
+
+// SetPolicies replaces every policy at once: decisions that start after
+// it returns use the new windows, tiers and identities. Counts in Redis
+// live on, keyed by policy and identity, so an unchanged window keeps
+// what it has counted and a changed one judges the same log by its new
+// limit. It refuses, changing nothing, a set that fails validation or
+// leaves out a policy now in force, since routes spend policies by name.
+func (l *Limiter) SetPolicies(policies map[string]Policy) error {
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	for name := range l.policies() {
+		if _, ok := policies[name]; !ok {
+			return fmt.Errorf("policy %s is missing: policies can be changed and added while running, not removed", name)
+		}
+	}
+	t, err := l.compileAll(policies)
+	if err != nil {
+		return err
+	}
+	l.table.Store(&t)
+	return nil
+}
+
 // Policy returns the named policy.
 func (l *Limiter) Policy(name string) (Policy, bool) {
-	p, ok := l.policies[name]
+	p, ok := l.policy(name)
 	if !ok {
 		return Policy{}, false
 	}
@@ -205,17 +262,15 @@ func (l *Limiter) Allow(ctx context.Context, policy, identity string, cost int) 
 // when Redis cannot decide and the policy fails closed, or the context's
 // error; a rejection is not an error but a Decision with Allowed false.
 func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
-	p, ok := l.policies[r.Policy]
+	p, ok := l.policy(r.Policy)
 	if !ok {
 		return Decision{}, fmt.Errorf("%w %q", ErrUnknownPolicy, r.Policy)
 	}
 	cost := max(1, r.Cost)
 	ws := p.windowsFor(r.Tier, r.Identity)
-	key := logKey(p.Name, r.Identity)
-	if p.Algorithm == Counter {
-		key = counterKey(p.Name, r.Identity)
-	}
-	o, backend, err := l.decide(ctx, p, key, l.at(r.At), cost, ws)
+	key := p.key(r.Identity)
+	at := l.at(r.At)
+	o, backend, err := l.decide(ctx, p, key, at, cost, ws, l.tallyFor(key, r.Identity, at))
 	if err != nil {
 		l.m.decisions.WithLabelValues(p.Name, "unavailable", backend).Inc()
 		return Decision{}, err
@@ -266,10 +321,10 @@ func backendIndex(b string) int {
 
 // decide asks Redis unless the breaker keeps it away, then falls back as
 // the policy says.
-func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet) (outcome, string, error) {
+func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet, t *tally) (outcome, string, error) {
 	var o outcome
 	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
-		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, l.member())
+		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, l.member(), t)
 		return err
 	})
 	switch {
@@ -285,7 +340,7 @@ func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64,
 	case !local:
 		return outcome{admitted: true}, BackendNone, nil // failed open: nothing counted
 	}
-	o, err = l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "")
+	o, err = l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "", nil)
 	return o, BackendLocal, err
 }
 
@@ -352,7 +407,7 @@ func (l *Limiter) warn(topic, msg string, args ...any) {
 // within the policy's lease frees itself. Policies without a concurrency
 // cap always succeed. Failure modes apply as for Check.
 func (l *Limiter) acquire(ctx context.Context, policy, identity string) (release func(), ok bool, err error) {
-	p, found := l.policies[policy]
+	p, found := l.policy(policy)
 	if !found {
 		return nil, false, fmt.Errorf("%w %q", ErrUnknownPolicy, policy)
 	}

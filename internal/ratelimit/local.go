@@ -100,7 +100,7 @@ func (s *localStore) clock(at int64) int64 {
 	return s.now()
 }
 
-func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int64, cost int, set *windowSet, _ string) (outcome, error) {
+func (s *localStore) decide(_ context.Context, alg Algorithm, key string, at int64, cost int, set *windowSet, _ string, _ *tally) (outcome, error) {
 	now := s.clock(at)
 	qs := quotas(key, set, now)
 	sh := s.shard(key, now)

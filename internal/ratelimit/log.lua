@@ -11,6 +11,10 @@
 --          window), then pairs of limit, end of the current period in
 --          microseconds since the epoch (one per calendar quota, in KEYS
 --          order)
+-- KEYS[#KEYS], ARGV[#ARGV] optionally, last of all: a hash counting the
+--          identity's decisions of the day (fields a: admitted, r: refused)
+--          and its time to live in milliseconds, set when the hash is new.
+--          An odd count of ARGV after the third says it is there.
 --
 -- A unit admitted at s counts in a window of period p at time t while
 -- s > t - p. The request is admitted only if every window and every quota
@@ -39,8 +43,9 @@ else
 end
 local cost = tonumber(ARGV[2])
 local prefix = ARGV[3]
-local q = #KEYS - 1
-local n = (#ARGV - 3) / 2 - q
+local h = (#ARGV - 3) % 2
+local q = #KEYS - 1 - h
+local n = (#ARGV - 3 - h) / 2 - q
 
 -- Lua prints large numbers in exponent form; scores must be exact.
 local function int(x) return string.format('%.0f', x) end
@@ -131,5 +136,13 @@ for j = 1, q do
   out[#out + 1] = used
   out[#out + 1] = reset
   out[#out + 1] = retry
+end
+-- The day's tally of decisions; reads (cost 0) are not decisions.
+if h == 1 and cost > 0 then
+  local field = 'r'
+  if admitted == 1 then field = 'a' end
+  if redis.call('HINCRBY', KEYS[#KEYS], field, 1) == 1 then
+    redis.call('PEXPIRE', KEYS[#KEYS], ARGV[#ARGV])
+  end
 end
 return out

@@ -175,6 +175,14 @@ func compile(p Policy) *compiled {
 	return c
 }
 
+// key is the Redis key of identity's windows under the policy.
+func (c *compiled) key(identity string) string {
+	if c.Algorithm == Counter {
+		return counterKey(c.Name, identity)
+	}
+	return logKey(c.Name, identity)
+}
+
 // windowsFor returns the windows that apply to identity in tier.
 func (c *compiled) windowsFor(tier, identity string) *windowSet {
 	if len(c.ids) > 0 {

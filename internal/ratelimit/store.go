@@ -46,7 +46,9 @@ type windowOutcome struct {
 // would see them, nothing charged. The windows of the outcome are in the
 // order of ws.ws.
 type store interface {
-	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error)
+	// t, when not nil, is where the decision is tallied; a store that
+	// keeps no tallies ignores it.
+	decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string, t *tally) (outcome, error)
 	acquire(ctx context.Context, key string, at int64, max int, lease time.Duration, token string) (bool, int, error)
 	release(ctx context.Context, key, token string) error
 	// inFlight counts the tokens acquire would count against the cap.
@@ -107,31 +109,41 @@ func (s *redisStore) run(ctx context.Context, op string, sc *redis.Script, keys 
 // counter.lua, and the calendar quotas among them. The quotas' periods
 // are those of at, or of this process's clock when at is 0 (the script
 // then reads the Redis clock for everything else).
-func scriptCall(key string, at int64, cost int, member string, ws *windowSet) ([]string, []any, []quota) {
-	args := make([]any, 3, 3+len(ws.tail)+2*len(ws.cal))
+//
+// With a tally, the day's tally key comes last of the keys and its time
+// to live last of the arguments.
+func scriptCall(key string, at int64, cost int, member string, ws *windowSet, t *tally) ([]string, []any, []quota) {
+	args := make([]any, 3, 4+len(ws.tail)+2*len(ws.cal))
 	args[0] = ""
 	if at != 0 {
 		args[0] = at
 	}
 	args[1], args[2] = cost, member
 	args = append(args, ws.tail...)
-	keys := []string{key}
+	keys := make([]string, 1, 2+len(ws.cal))
+	keys[0] = key
 	if len(ws.cal) == 0 {
+		if t != nil {
+			keys, args = append(keys, t.key), append(args, t.ttl)
+		}
 		return keys, args, nil
 	}
-	t := at
-	if t == 0 {
-		t = time.Now().UnixMicro()
+	now := at
+	if now == 0 {
+		now = time.Now().UnixMicro()
 	}
-	qs := quotas(key, ws, t)
+	qs := quotas(key, ws, now)
 	for _, q := range qs {
 		keys = append(keys, q.key)
 		args = append(args, q.limit, q.end)
 	}
+	if t != nil {
+		keys, args = append(keys, t.key), append(args, t.ttl)
+	}
 	return keys, args, qs
 }
 
-func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string) (outcome, error) {
+func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at int64, cost int, ws *windowSet, member string, t *tally) (outcome, error) {
 	sc, op := s.log, "log"
 	if alg == Counter {
 		sc, op = s.counter, "counter"
@@ -139,7 +151,7 @@ func (s *redisStore) decide(ctx context.Context, alg Algorithm, key string, at i
 	if cost == 0 {
 		op = "read"
 	}
-	keys, args, qs := scriptCall(key, at, cost, member, ws)
+	keys, args, qs := scriptCall(key, at, cost, member, ws, t)
 	v, err := s.run(ctx, op, sc, keys, args...)
 	if err != nil {
 		return outcome{}, err

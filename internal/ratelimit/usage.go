@@ -31,7 +31,7 @@ type Usage struct {
 // admitted meanwhile and no unit leaves it. Failure modes apply as for
 // Check.
 func (l *Limiter) Usage(ctx context.Context, r Request) (Usage, error) {
-	p, ok := l.policies[r.Policy]
+	p, ok := l.policy(r.Policy)
 	if !ok {
 		return Usage{}, fmt.Errorf("%w %q", ErrUnknownPolicy, r.Policy)
 	}
@@ -51,11 +51,7 @@ func (l *Limiter) Usage(ctx context.Context, r Request) (Usage, error) {
 // read is the decision a request of cost 0 gets: the windows, untouched.
 func (l *Limiter) read(ctx context.Context, p *compiled, r Request) (Decision, error) {
 	ws := p.windowsFor(r.Tier, r.Identity)
-	key := logKey(p.Name, r.Identity)
-	if p.Algorithm == Counter {
-		key = counterKey(p.Name, r.Identity)
-	}
-	o, backend, err := l.decide(ctx, p, key, l.at(r.At), 0, ws)
+	o, backend, err := l.decide(ctx, p, p.key(r.Identity), l.at(r.At), 0, ws, nil)
 	if err != nil {
 		return Decision{}, err
 	}
