@@ -110,9 +110,11 @@ func TestAdminRoutesNeedAdminScope(t *testing.T) {
 	base, _ := startService(t, env)
 
 	for _, r := range adminRoutes {
-		path := strings.ReplaceAll(r.path, ":id", target)
+		path := strings.ReplaceAll(strings.ReplaceAll(r.path, ":id", target), ":tier", "gold")
 		body := ""
 		switch {
+		case r.method == "PUT":
+			body = `{"overrides":{"geofence":"5/1s"}}`
 		case r.method == "POST" && strings.HasSuffix(path, "/rotate"):
 			body = `{"grace":"1h"}`
 		case r.method == "POST":

@@ -209,14 +209,21 @@ func keysAudit(ctx context.Context, args []string, getenv func(string) string, s
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tAT\tWHO\tFROM\tACTION\tKEY\tCHANGES")
+		fmt.Fprintln(w, "ID\tAT\tWHO\tFROM\tACTION\tSUBJECT\tCHANGES")
 		for _, e := range entries {
 			from := "-"
 			if e.Client != nil {
 				from = *e.Client
 			}
+			subject := "-"
+			switch {
+			case e.KeyID != nil:
+				subject = *e.KeyID
+			case e.Tier != nil:
+				subject = "tier " + *e.Tier
+			}
 			fmt.Fprintf(w, "%d\t%s\t%s:%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Actor.Kind, e.Actor.ID,
-				from, e.Action, e.KeyID, e.Changes)
+				from, e.Action, subject, e.Changes)
 		}
 		return w.Flush()
 	})

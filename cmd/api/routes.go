@@ -147,6 +147,11 @@ func routes(s *services) []route {
 		{"PATCH", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Update},
 		{"DELETE", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Revoke},
 		{"POST", "/admin/keys/:id/rotate", auth.ScopeAdmin, free, ad.Rotate},
+		{"GET", "/admin/keys/:id/usage", auth.ScopeAdmin, free, ad.Usage},
+		{"GET", "/admin/tiers", auth.ScopeAdmin, free, ad.ListTiers},
+		{"GET", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.GetTier},
+		{"PUT", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.PutTier},
+		{"DELETE", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.DeleteTier},
 		{"GET", "/admin/audit", auth.ScopeAdmin, free, ad.Audit},
 	}
 	q.guardedBy(rs)

@@ -68,7 +68,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	go refreshOnHangup(hctx, services, log)
+	go refreshOnHangup(hctx, services, getenv, log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.Server.ReadTimeout,
@@ -186,9 +186,10 @@ func migrateOnStart(ctx context.Context, url string, schemas pg.Schemas, log *sl
 	return pg.Migrate(ctx, pool, schemas, log)
 }
 
-// refreshOnHangup looks for changed layers at once on each SIGHUP, rather
-// than at the next PUBLISH_REFRESH, until ctx ends.
-func refreshOnHangup(ctx context.Context, s *services, log *slog.Logger) {
+// refreshOnHangup, on each SIGHUP until ctx ends, re-reads the rate-limit
+// policy file and looks for changed layers at once rather than at the next
+// PUBLISH_REFRESH.
+func refreshOnHangup(ctx context.Context, s *services, getenv func(string) string, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -198,6 +199,7 @@ func refreshOnHangup(ctx context.Context, s *services, log *slog.Logger) {
 			return
 		case <-hup:
 		}
+		reloadPolicies(s, getenv, log)
 		changed, err := s.catalog.Refresh(ctx)
 		if err != nil {
 			log.Warn("layers not refreshed after SIGHUP", "err", err.Error())
@@ -205,4 +207,20 @@ func refreshOnHangup(ctx context.Context, s *services, log *slog.Logger) {
 		}
 		log.Info("layers refreshed after SIGHUP", "changed", changed)
 	}
+}
+
+// reloadPolicies reads the rate-limit policies again and puts them in
+// force; a file that cannot be read or is invalid leaves the running ones.
+func reloadPolicies(s *services, getenv func(string) string, log *slog.Logger) {
+	ps, version, err := config.LoadRateLimit(getenv)
+	if err == nil {
+		err = s.limits.SetBase(ps, version)
+	} else {
+		s.limits.Refused()
+	}
+	if err != nil {
+		log.Error("rate-limit policies not reloaded; the running ones stay", "version", s.limits.Version(), "err", err.Error())
+		return
+	}
+	log.Info("rate-limit policies reloaded", "version", version)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/limits"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
@@ -44,6 +46,7 @@ type services struct {
 	authn    *auth.Authenticator
 	access   access.Settings
 	limiter  *ratelimit.Limiter
+	limits   *limits.Source
 	health   *health.Handler
 	catalog  *catalog.Catalog
 	docs     *openapi.Docs
@@ -74,18 +77,24 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry}); err != nil {
 		return nil, err
 	}
-	// A key changed here is forgotten here before the answer; the other
-	// replicas hear of it from the database (auth.KeyEvents).
-	s.admin = admin.NewHandler(admin.New(d.db, admin.Options{
-		Policies: slices.Sorted(maps.Keys(cfg.RateLimit)), OnChange: s.authn.Forget,
-	}))
 	s.limiter, err = ratelimit.New(d.redis, cfg.RateLimit, ratelimit.Options{
 		Timeout: cfg.Redis.Timeout, Registerer: s.registry, Logger: log, Pipeline: cfg.Redis.Pipeline,
+		TallyDays: cfg.Limits.TallyDays, TallyOf: isKeyIdentity,
 	})
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
+	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(d.db, keyIdentity), log, s.registry)
+	if err := s.limits.Reload(ctx); err != nil {
+		log.Warn("rate-limit overrides not applied at start; retrying", "err", err.Error())
+	}
+	go s.limits.Run(ctx, limits.Listen(d.db, log), cfg.Limits.Poll)
+	// A key changed here is forgotten here before the answer; the other
+	// replicas hear of it from the database (auth.KeyEvents).
+	s.admin = admin.NewHandler(admin.New(d.db, admin.Options{
+		Policies: slices.Sorted(maps.Keys(cfg.RateLimit)), OnChange: s.authn.Forget, CheckWindows: s.limits.Check,
+	}), s.limiter)
 	if s.catalog, err = catalog.Open(ctx, d.db, cfg.Catalog, log); err != nil {
 		return nil, err
 	}
@@ -215,6 +224,13 @@ func limitedAs(r *http.Request) (identity, tier string) {
 	id := auth.FromContext(r.Context())
 	return id.LimitKey(), id.Tier
 }
+
+// keyIdentity is the limiter's identity of API key id.
+func keyIdentity(id string) string { return auth.Identity{Kind: auth.KindKey, ID: id}.LimitKey() }
+
+// isKeyIdentity says whether a limiter identity is an API key's: those
+// are tallied, for /admin/keys/{id}/usage.
+func isKeyIdentity(identity string) bool { return strings.HasPrefix(identity, auth.KindKey+":") }
 
 // spatialScope is the part of the world the request's caller may reach;
 // nil is the whole world.

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -27,11 +29,20 @@ const MaxBodyBytes = 1 << 20
 // Handler serves the /admin/ routes. The routes' scope check (the admin
 // scope) comes before it.
 type Handler struct {
-	svc *Service
+	svc     *Service
+	tallies Tallies
 }
 
-// NewHandler returns the HTTP handlers of svc.
-func NewHandler(svc *Service) *Handler { return &Handler{svc: svc} }
+// Tallies reads what an identity did, per rate-limit policy and day
+// (ratelimit.Limiter).
+type Tallies interface {
+	Tallies(ctx context.Context, identity string, days int) ([]ratelimit.DayTally, error)
+	TallyDays() int
+}
+
+// NewHandler returns the HTTP handlers of svc; tallies (may be nil) serve
+// the keys' usage.
+func NewHandler(svc *Service, tallies Tallies) *Handler { return &Handler{svc: svc, tallies: tallies} }
 
 // ActorOf is the caller of r: its identity and its client address.
 func ActorOf(r *http.Request) Actor {

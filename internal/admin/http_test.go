@@ -55,7 +55,7 @@ func send(t *testing.T, h http.Handler, method, path, body string) answer {
 // each answers: a secret only from create and rotate, never a hash.
 func TestHandlerWalk(t *testing.T) {
 	s, _ := newService(t, "geofence")
-	r := testRouter(NewHandler(s))
+	r := testRouter(NewHandler(s, nil))
 	created := send(t, r, "POST", "/admin/keys", `{"id":"acme","scopes":["tiles:read"],"tier":"gold","notes":"n",
 		"spatial_scope":[13,52,14,53],"layers":["roads"],"expires_at":"2999-01-01T00:00:00Z","overrides":{"geofence":"10/1s"}}`)
 	if created.status != http.StatusCreated {
@@ -123,7 +123,7 @@ func TestHandlerWalk(t *testing.T) {
 // 404, a revoked key's rotation a 409.
 func TestHandlerRefusals(t *testing.T) {
 	s, _ := newService(t, "geofence")
-	r := testRouter(NewHandler(s))
+	r := testRouter(NewHandler(s, nil))
 	if a := send(t, r, "POST", "/admin/keys", `{"id":"k","scopes":["admin"]}`); a.status != http.StatusCreated {
 		t.Fatalf("create = %d %s", a.status, a.raw)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,6 +69,7 @@ type Service struct {
 	db       *pgxpool.Pool
 	policies []string
 	onChange func(id string)
+	check    func(policy string, ws []ratelimit.Window) error
 	now      func() time.Time
 }
 
@@ -80,6 +82,9 @@ type Options struct {
 	// committed (this process's key cache forgets it at once, before the
 	// notification every replica hears arrives).
 	OnChange func(id string)
+	// CheckWindows, if set, says whether policy can run with ws in place
+	// of its windows (its algorithm bounds the limits it allows).
+	CheckWindows func(policy string, ws []ratelimit.Window) error
 }
 
 // New returns a Service on db.
@@ -88,7 +93,7 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if onChange == nil {
 		onChange = func(string) {}
 	}
-	return &Service{db: db, policies: slices.Clone(o.Policies), onChange: onChange, now: time.Now}
+	return &Service{db: db, policies: slices.Clone(o.Policies), onChange: onChange, check: o.CheckWindows, now: time.Now}
 }
 
 // Opt is a field of a Change: Set says the change sets it to V.
@@ -298,24 +303,29 @@ func (s *Service) validate(errs *apperr.ValidationError, ch Change) {
 		}
 	}
 	if ch.Overrides.Set {
-		if len(ch.Overrides.V) > maxOverrides {
-			errs.Add(fmt.Sprintf("At most %d policies.", maxOverrides), "too_long", "body", "overrides")
-		}
-		names := make([]string, 0, len(ch.Overrides.V))
-		for p := range ch.Overrides.V {
-			names = append(names, p)
-		}
-		slices.Sort(names)
-		for _, p := range names {
-			switch {
-			case s.policies != nil && !slices.Contains(s.policies, p):
-				errs.Add(fmt.Sprintf("Unknown rate-limit policy; known: %s.", strings.Join(s.policies, ", ")), "value_error", "body", "overrides", p)
-			case s.policies == nil && !policyRe.MatchString(p):
-				errs.Add("A policy name is 1 to 40 lowercase letters, digits or '-', starting with a letter.", "value_error", "body", "overrides", p)
-			default:
-				if _, err := ratelimit.ParseWindows(ch.Overrides.V[p]); err != nil {
-					errs.Add("Windows such as 10/1s,600/1m: "+err.Error()+".", "value_error", "body", "overrides", p)
-				}
+		s.validateOverrides(errs, ch.Overrides.V)
+	}
+}
+
+// validateOverrides adds to errs what is wrong with per-policy window
+// lists, of a key or of a tier.
+func (s *Service) validateOverrides(errs *apperr.ValidationError, o map[string]string) {
+	if len(o) > maxOverrides {
+		errs.Add(fmt.Sprintf("At most %d policies.", maxOverrides), "too_long", "body", "overrides")
+	}
+	for _, p := range slices.Sorted(maps.Keys(o)) {
+		switch {
+		case s.policies != nil && !slices.Contains(s.policies, p):
+			errs.Add(fmt.Sprintf("Unknown rate-limit policy; known: %s.", strings.Join(s.policies, ", ")), "value_error", "body", "overrides", p)
+		case s.policies == nil && !policyRe.MatchString(p):
+			errs.Add("A policy name is 1 to 40 lowercase letters, digits or '-', starting with a letter.", "value_error", "body", "overrides", p)
+		default:
+			ws, err := ratelimit.ParseWindows(o[p])
+			if err == nil && s.check != nil {
+				err = s.check(p, ws)
+			}
+			if err != nil {
+				errs.Add("Windows such as 10/1s,600/1m: "+err.Error()+".", "value_error", "body", "overrides", p)
 			}
 		}
 	}

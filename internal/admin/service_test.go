@@ -283,7 +283,7 @@ func TestAuditPages(t *testing.T) {
 						t.Errorf("entry %d after %d: not newest first", e.ID, last)
 					}
 					last = e.ID
-					ids = append(ids, e.KeyID)
+					ids = append(ids, *e.KeyID)
 				}
 				got = append(got, ids)
 				if !more {

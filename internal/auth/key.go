@@ -22,8 +22,8 @@ type Key struct {
 	Layers []string
 	// Overrides are, per rate-limit policy, the windows this key should
 	// get instead of the policy's ("10/1s,600/1m", ratelimit.ParseWindows'
-	// syntax); nil means none. They are stored and shown; the limiter
-	// does not apply them yet.
+	// syntax); nil means none. Every replica applies them
+	// (internal/limits).
 	Overrides map[string]string
 	// PreviousSecretUntil, after a rotation, is when the secret it
 	// replaced stops working; nil when there is no such secret.

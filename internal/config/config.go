@@ -33,6 +33,11 @@ type Config struct {
 	Auth   auth.Settings
 	// RateLimit holds the named policies.
 	RateLimit map[string]ratelimit.Policy
+	// RateLimitVersion names the policies' source: "builtin" without a
+	// policy file, else a digest of the file's bytes.
+	RateLimitVersion string
+	// Limits are the settings of policy changes while running.
+	Limits Limits
 	Geofence  geofence.Settings
 	Tiles     tiles.Settings
 	Features  features.Settings
@@ -172,7 +177,8 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 		r.urlWithScheme("REDIS_URL", c.Redis.URL, "redis", "rediss", "redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel", "unix")
 	}
 	c.Auth = loadAuth(r, c.DB)
-	c.RateLimit = loadRateLimit(r)
+	c.RateLimit, c.RateLimitVersion = loadRateLimit(r)
+	c.Limits = loadLimits(r)
 	layers := loadLayers(r, policyNames(c.RateLimit))
 	c.Catalog = loadCatalog(r, c.DB, layers.catalog)
 	c.Access = access.Settings{Layers: layers.access}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,14 +19,17 @@ import (
 // loadRateLimit builds the named policies: the built-in ones, merged with
 // the YAML file at RATELIMIT_CONFIG, then each policy's windows overridden
 // by RATELIMIT_<POLICY>=10/1s,600/1m.
-func loadRateLimit(r *reader) map[string]ratelimit.Policy {
+func loadRateLimit(r *reader) (map[string]ratelimit.Policy, string) {
+	version := "builtin"
 	var data []byte
 	if file := r.str("RATELIMIT_CONFIG", ""); file != "" {
 		var err error
 		if data, err = os.ReadFile(file); err != nil {
 			r.fail("RATELIMIT_CONFIG", file, "cannot read the policy file: "+err.Error())
-			return nil
+			return nil, ""
 		}
+		sum := sha256.Sum256(data)
+		version = "sha256:" + hex.EncodeToString(sum[:8])
 	}
 	ps, err := loadPolicies(data, r)
 	if err != nil {
@@ -33,9 +38,39 @@ func loadRateLimit(r *reader) map[string]ratelimit.Policy {
 				r.errs = append(r.errs, "rate limits: "+line)
 			}
 		}
-		return nil
+		return nil, ""
 	}
-	return ps
+	return ps, version
+}
+
+// LoadRateLimit reads the policies again, as Load does: the built-in
+// ones, the file at RATELIMIT_CONFIG and the RATELIMIT_<POLICY>
+// variables. It returns them with their version (see
+// Config.RateLimitVersion), or every problem found.
+func LoadRateLimit(getenv func(string) string) (map[string]ratelimit.Policy, string, error) {
+	r := &reader{getenv: getenv}
+	ps, version := loadRateLimit(r)
+	if len(r.errs) > 0 {
+		return nil, "", errors.New(strings.Join(r.errs, "; "))
+	}
+	return ps, version, nil
+}
+
+// Limits are the settings of policy changes made while the service runs.
+type Limits struct {
+	// TallyDays is how many days each key's daily tallies of admitted and
+	// refused requests are kept after the day; 0 keeps none.
+	TallyDays int
+	// Poll is how often overrides are read again even without a
+	// notification (a safety net for a missed one).
+	Poll time.Duration
+}
+
+func loadLimits(r *reader) Limits {
+	return Limits{
+		TallyDays: r.integer("KEY_USAGE_DAYS", 35, 0, 400),
+		Poll:      r.duration("OVERRIDES_POLL", time.Minute),
+	}
 }
 
 // policyEnv is the variable that overrides a policy's windows, for example
