@@ -37,10 +37,10 @@ type Config struct {
 	// policy file, else a digest of the file's bytes.
 	RateLimitVersion string
 	// Limits are the settings of policy changes while running.
-	Limits Limits
-	Geofence  geofence.Settings
-	Tiles     tiles.Settings
-	Features  features.Settings
+	Limits   Limits
+	Geofence geofence.Settings
+	Tiles    tiles.Settings
+	Features features.Settings
 	// Catalog says which tables and views are published.
 	Catalog catalog.Settings
 	// Access holds who may read each layer and what it costs.
