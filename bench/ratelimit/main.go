@@ -5,7 +5,8 @@
 // for the exact log and the counter approximation at limits of 10, 1,000
 // and 100,000; and a policy of two sliding windows and a daily calendar
 // quota through the limiter next to log.lua with the same keys and
-// arguments. Run it from the repository root:
+// arguments; and that policy with per-identity daily tallies next to
+// without them. Run it from the repository root:
 //
 //	go run ./bench/ratelimit -redis redis://127.0.0.1:56379/0
 package main
@@ -156,6 +157,9 @@ func run(url string, conc int, dur time.Duration, runs, nkeys, pipeline, workers
 	if err := quotaCase(c, l, ids, conc, dur, runs, run, script); err != nil {
 		return err
 	}
+	if err := tallyCase(c, policies, l, ids, conc, dur, runs); err != nil {
+		return err
+	}
 	if err := roundTrips(ctx, url, run); err != nil {
 		return err
 	}
@@ -206,6 +210,48 @@ func quotaCase(c redis.UniversalClient, l *ratelimit.Limiter, ids []string, conc
 	row("Limiter.Allow, 2 windows and 1d@calendar", m)
 	fmt.Printf("\nLimiter with a calendar quota: %.1f%% of its bare script.", 100*m.Rate/r.Rate)
 	fmt.Printf("\nCPU per decision, microseconds: bare script: %s; limiter: %s\n\n", r.CPUNote("bench", "redis-server"), m.CPUNote("bench", "redis-server"))
+	return nil
+}
+
+// tallyCase measures the policy "quota" through a limiter that tallies
+// every decision per identity and day (Options.TallyDays, as the service
+// does for API keys) next to l, which tallies none, in alternating runs.
+func tallyCase(c redis.UniversalClient, policies map[string]ratelimit.Policy, l *ratelimit.Limiter, ids []string, conc int, dur time.Duration, runs int) error {
+	lt, err := ratelimit.New(c, policies, ratelimit.Options{Timeout: time.Second, TallyDays: 35})
+	if err != nil {
+		return err
+	}
+	nkeys := len(ids)
+	with := func(ctx context.Context, w, i int) error {
+		_, err := lt.Allow(ctx, "quota", ids[(w*7919+i)%nkeys], 1)
+		return err
+	}
+	without := func(ctx context.Context, w, i int) error {
+		_, err := l.Allow(ctx, "quota", ids[(w*7919+i)%nkeys], 1)
+		return err
+	}
+	var withS, withoutS []load.Result
+	for i := range runs {
+		if i%2 == 0 {
+			withoutS = append(withoutS, measure(conc, dur, without))
+			withS = append(withS, measure(conc, dur, with))
+		} else {
+			withS = append(withS, measure(conc, dur, with))
+			withoutS = append(withoutS, measure(conc, dur, without))
+		}
+	}
+	a, b := median(withoutS), median(withS)
+	fmt.Printf("## The cost of per-key usage tallies (the policy above; concurrency %d, %d identities, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
+	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range []struct {
+		name string
+		s    load.Result
+	}{{"Limiter.Allow, no tallies", a}, {"Limiter.Allow, tallied per identity and day (TallyDays 35)", b}} {
+		fmt.Printf("| %s | %.0f | %.3f | %.3f | %d |\n", r.name, r.s.Rate, r.s.P50, r.s.P99, r.s.Errors)
+	}
+	fmt.Printf("\nWith tallies: %.1f%% of the decisions per second without (goal: at least 90%%).", 100*b.Rate/a.Rate)
+	fmt.Printf("\nCPU per decision, microseconds: without: %s; with: %s\n\n", a.CPUNote("bench", "redis-server"), b.CPUNote("bench", "redis-server"))
 	return nil
 }
 
