@@ -84,11 +84,14 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       /commands sent by the client/ { rt=$3+0 }
       /bare log.lua with the day/ { qraw=$3+0; qrawp=$5+0 }
       /Limiter.Allow, 2 windows and 1d@calendar/ { qlim=$3+0; qlimp=$5+0 }
-      /^CPU per decision/ { cpu = $0; sub(/^CPU per decision, microseconds: /, "", cpu) }
+      /Limiter.Allow, no tallies/ { tno=$3+0 }
+      /Limiter.Allow, tallied per identity/ { tyes=$3+0; tyesp=$5+0 }
+      /^CPU per decision/ && cpu == "" { cpu = $0; sub(/^CPU per decision, microseconds: /, "", cpu) }
       END {
         printf "| limiter decisions/s (concurrency 50, 1,000 identities) | %.0f, p99 %.2f ms | bare Lua script through go-redis: %.0f, p99 %.2f ms | %.0f%% | at least 90%% | %s |\n", lim, limp, raw, rawp, 100*lim/raw, (lim >= 0.9*raw) ? "yes" : "no"
         if (pip > 0) printf "| limiter, decisions pipelined (%s) | %.0f, p99 %.2f ms | the same bare script, unpipelined: %.0f | %.2fx | above 1x, ideally 2x, p99 under 2 ms | %s |\n", substr(name, index(name, "Pipeline"), 11), pip, pipp, raw, pip/raw, (pip > raw && pipp < 2) ? "yes" : "no"
         if (qraw > 0) printf "| limiter decisions/s, 2 sliding windows and a daily calendar quota | %.0f, p99 %.2f ms | the same log.lua, keys and arguments through go-redis: %.0f, p99 %.2f ms | %.0f%% | at least 90%% | %s |\n", qlim, qlimp, qraw, qrawp, 100*qlim/qraw, (qlim >= 0.9*qraw) ? "yes" : "no"
+        if (tno > 0) printf "| limiter decisions/s with per-key usage tallies (the policy above) | %.0f, p99 %.2f ms | the same limiter without tallies: %.0f | %.0f%% | at least 90%% | %s |\n", tyes, tyesp, tno, 100*tyes/tno, (tyes >= 0.9*tno) ? "yes" : "no"
         printf "| Redis round trips per limited decision | %.3f | | | exactly 1 | %s |\n", rt, (rt == 1) ? "yes" : "no"
         if (cpu != "") printf "| CPU per limiter decision, microseconds in the driver and in Redis | %s | | | | |\n", cpu
       }' $r/ratelimit.txt
