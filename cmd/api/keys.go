@@ -242,7 +242,7 @@ func withAdmin(ctx context.Context, getenv func(string) string, f func(*admin.Se
 		return err
 	}
 	defer pool.Close()
-	svc := admin.New(pool, admin.Options{Policies: slices.Sorted(maps.Keys(cfg.RateLimit))})
+	svc := admin.New(pool, admin.Options{Policies: func() []string { return slices.Sorted(maps.Keys(cfg.RateLimit)) }})
 	return cliError(f(svc, admin.Actor{Kind: admin.KindCLI, ID: osUser(getenv)}))
 }
 

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -93,7 +91,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// A key changed here is forgotten here before the answer; the other
 	// replicas hear of it from the database (auth.KeyEvents).
 	s.admin = admin.NewHandler(admin.New(d.db, admin.Options{
-		Policies: slices.Sorted(maps.Keys(cfg.RateLimit)), OnChange: s.authn.Forget, CheckWindows: s.limits.Check,
+		Policies: s.limits.Names, OnChange: s.authn.Forget, CheckWindows: s.limits.Check,
 	}), s.limiter)
 	if s.catalog, err = catalog.Open(ctx, d.db, cfg.Catalog, log); err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ var (
 // Service administers the keys of one database.
 type Service struct {
 	db       *pgxpool.Pool
-	policies []string
+	policies func() []string
 	onChange func(id string)
 	check    func(policy string, ws []ratelimit.Window) error
 	now      func() time.Time
@@ -75,9 +75,9 @@ type Service struct {
 
 // Options configure a Service.
 type Options struct {
-	// Policies are the rate-limit policies overrides may name; nil accepts
-	// any well-formed policy name.
-	Policies []string
+	// Policies lists the rate-limit policies overrides may name (those in
+	// force, which a reload may add to); nil accepts any well-formed name.
+	Policies func() []string
 	// OnChange, if set, is called with a key's id once a change to it has
 	// committed (this process's key cache forgets it at once, before the
 	// notification every replica hears arrives).
@@ -93,7 +93,7 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if onChange == nil {
 		onChange = func(string) {}
 	}
-	return &Service{db: db, policies: slices.Clone(o.Policies), onChange: onChange, check: o.CheckWindows, now: time.Now}
+	return &Service{db: db, policies: o.Policies, onChange: onChange, check: o.CheckWindows, now: time.Now}
 }
 
 // Opt is a field of a Change: Set says the change sets it to V.
@@ -313,11 +313,15 @@ func (s *Service) validateOverrides(errs *apperr.ValidationError, o map[string]s
 	if len(o) > maxOverrides {
 		errs.Add(fmt.Sprintf("At most %d policies.", maxOverrides), "too_long", "body", "overrides")
 	}
+	var known []string
+	if s.policies != nil {
+		known = s.policies()
+	}
 	for _, p := range slices.Sorted(maps.Keys(o)) {
 		switch {
-		case s.policies != nil && !slices.Contains(s.policies, p):
-			errs.Add(fmt.Sprintf("Unknown rate-limit policy; known: %s.", strings.Join(s.policies, ", ")), "value_error", "body", "overrides", p)
-		case s.policies == nil && !policyRe.MatchString(p):
+		case known != nil && !slices.Contains(known, p):
+			errs.Add(fmt.Sprintf("Unknown rate-limit policy; known: %s.", strings.Join(known, ", ")), "value_error", "body", "overrides", p)
+		case known == nil && !policyRe.MatchString(p):
 			errs.Add("A policy name is 1 to 40 lowercase letters, digits or '-', starting with a letter.", "value_error", "body", "overrides", p)
 		default:
 			ws, err := ratelimit.ParseWindows(o[p])

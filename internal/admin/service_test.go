@@ -28,7 +28,11 @@ var (
 func newService(t *testing.T, policies ...string) (*Service, *[]string) {
 	t.Helper()
 	var changed []string
-	s := New(testenv.DB(t), Options{Policies: policies, OnChange: func(id string) { changed = append(changed, id) }})
+	var known func() []string
+	if policies != nil {
+		known = func() []string { return policies }
+	}
+	s := New(testenv.DB(t), Options{Policies: known, OnChange: func(id string) { changed = append(changed, id) }})
 	return s, &changed
 }
 

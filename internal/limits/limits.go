@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +117,13 @@ func (s *Source) SetBase(base map[string]ratelimit.Policy, version string) error
 	s.m.lastReloadOK.Set(1)
 	s.m.version(version)
 	return nil
+}
+
+// Names are the names of the policies in force, sorted.
+func (s *Source) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.base))
 }
 
 // Version is the version of the base policies in force.
