@@ -31,8 +31,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 pgbin=/usr/lib/postgresql/15/bin
 
 case "$profile" in
-  dev)  pgwant=${GEOGATE_PG_PORT:-55432}; rediswant=${GEOGATE_REDIS_PORT:-56379} ;;
-  test) pgwant=${GEOGATE_TEST_PG_PORT:-55433}; rediswant=${GEOGATE_TEST_REDIS_PORT:-56380} ;;
+  dev)  pgwant=${GEOGATE_PG_PORT:-55432}; rediswant=${GEOGATE_REDIS_PORT:-56379}; replwant="" ;;
+  test) pgwant=${GEOGATE_TEST_PG_PORT:-55433}; rediswant=${GEOGATE_TEST_REDIS_PORT:-56380}
+        replwant=${GEOGATE_TEST_PG_REPLICA_PORT:-55434} ;;
   *) echo "unknown profile: $profile (want dev or test)" >&2; exit 2 ;;
 esac
 case "$cmd" in start|stop|env) ;; *) echo "usage: $0 start|stop|env dev|test" >&2; exit 2 ;; esac
@@ -143,7 +144,8 @@ holder() {
 # The ports file holds one line per server: name, port in use, the port
 # that was requested when it was chosen.
 saved_port() { # name: the port an earlier start chose for the port requested now
-  local want; if [ "$1" = pg ]; then want=$pgwant; else want=$rediswant; fi
+  local want
+  case "$1" in pg) want=$pgwant ;; redis) want=$rediswant ;; *) want=$replwant ;; esac
   awk -v n="$1" -v r="$want" '$1 == n && $3 == r { print $2 }' "$portsfile" 2>/dev/null || true
 }
 
@@ -153,6 +155,7 @@ save_ports() {
     echo "# written by scripts/services.sh start: server, port in use, port requested"
     echo "pg $pgport $pgwant"
     echo "redis $redisport $rediswant"
+    [ -z "${replport:-}" ] || echo "replica $replport $replwant"
   } >"$portsfile"
 }
 
@@ -242,6 +245,45 @@ pg_stop() {
   as_pg "$pgbin/pg_ctl" -D "$pgdata" -m fast -w -t 30 stop >/dev/null
 }
 
+# --- the streaming replica (test profile) ----------------------------------
+
+# The test profile has a hot standby of its PostgreSQL: a base backup taken
+# with pg_basebackup -R (which writes the standby's primary_conninfo),
+# streaming from the primary on its own port, for the tests of reads from
+# replicas. It serves every database of the primary, as they are created.
+repldata="${pgdata%/pg}/pg-replica"
+
+replica_pid() {
+  local pid
+  pid=$(head -n1 "$repldata/postmaster.pid" 2>/dev/null) || return 1
+  works_in "$pid" "$repldata" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ] || return 1
+  echo "$pid"
+}
+
+replica_start() {
+  [ -n "$replwant" ] || return 0
+  if replica_pid >/dev/null; then replport=$(sed -n 4p "$repldata/postmaster.pid"); return 0; fi
+  rm -rf "$repldata"
+  (umask 022; mkdir -p "$repldata")
+  if [ "$(id -u)" -eq 0 ]; then chown postgres: "$repldata"; fi
+  chmod 700 "$repldata"
+  as_pg "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$pgport" -U geogate -D "$repldata" -R -X stream -c fast \
+    2> >(grep -v 'skipping special file' >&2) >/dev/null
+  # The copied configuration names the primary's socket folder.
+  printf "unix_socket_directories = '%s'\nhot_standby = on\n" "$repldata" >>"$repldata/postgresql.conf"
+  replport=$(pick_port "PostgreSQL replica" replica "$replwant") || exit 1
+  if ! as_pg "$pgbin/pg_ctl" -D "$repldata" -l "$repldata/server.log" -w -t 30 -o "-p $replport" start >/dev/null; then
+    log "the PostgreSQL replica did not start on port $replport; the end of $repldata/server.log:"
+    tail -n 5 "$repldata/server.log" >&2
+    exit 1
+  fi
+}
+
+replica_stop() {
+  replica_pid >/dev/null || return 0
+  as_pg "$pgbin/pg_ctl" -D "$repldata" -m fast -w -t 30 stop >/dev/null
+}
+
 # --- Redis ----------------------------------------------------------------
 
 # redis_answers PID: the Redis on $redisport answers and is that process
@@ -303,12 +345,17 @@ current_ports() {
   local pid
   if pg_pid >/dev/null; then pgport=$(pg_running_port); else pgport=$(saved_port pg); fi
   if pid=$(redis_pid); then redisport=$(redis_running_port "$pid"); else redisport=$(saved_port redis); fi
+  if [ -n "$replwant" ]; then
+    if replica_pid >/dev/null; then replport=$(sed -n 4p "$repldata/postmaster.pid"); else replport=$(saved_port replica); fi
+    : "${replport:=$replwant}"
+  fi
   : "${pgport:=$pgwant}" "${redisport:=$rediswant}"
 }
 
 print_env() {
   echo "DATABASE_URL=postgres://geogate@127.0.0.1:$pgport/geogate?sslmode=disable"
   echo "REDIS_URL=redis://127.0.0.1:$redisport/0"
+  [ -z "${replport:-}" ] || echo "DATABASE_REPLICA_URL=postgres://geogate@127.0.0.1:$replport/geogate?sslmode=disable"
 }
 
 case "$cmd" in
@@ -318,16 +365,18 @@ case "$cmd" in
       # Fresh data on every start, but the ports file stays for
       # pick_port: the wipe must not move the ports.
       keep=$(cat "$portsfile" 2>/dev/null || true)
-      pg_stop; redis_stop
-      rm -rf "$datadir" "$pgdata"
+      replica_stop; pg_stop; redis_stop
+      rm -rf "$datadir" "$pgdata" "$repldata"
       if [ -n "$keep" ]; then mkdir -p "$datadir"; echo "$keep" >"$portsfile"; fi
       pgdata=$(pg_dir)
+      repldata="${pgdata%/pg}/pg-replica"
     fi
     pg_start
+    replica_start
     redis_start
     save_ports
     print_env
     ;;
-  stop) pg_stop; redis_stop ;;
+  stop) replica_stop; pg_stop; redis_stop ;;
   env) current_ports; print_env ;;
 esac

@@ -48,7 +48,8 @@ scripts/services_test.sh
 env_lines=$(scripts/services.sh start test)
 TEST_DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
 TEST_REDIS_URL=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')
-export TEST_DATABASE_URL TEST_REDIS_URL
+TEST_DATABASE_REPLICA_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_REPLICA_URL=//p')
+export TEST_DATABASE_URL TEST_REDIS_URL TEST_DATABASE_REPLICA_URL
 echo "test services: $TEST_DATABASE_URL $TEST_REDIS_URL"
 
 go test -race -count=1 -timeout 30m "$@" ./...

@@ -185,6 +185,10 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 		case len(rt.limit.policies) == 1 && !rt.limit.inHandler:
 			chain = append(chain, s.limiter.Middleware(rt.limit.policies[0], rt.limit.cost, limitedAs))
 		}
+		// After the limit, so that a refused request costs no look-up.
+		if s.floors != nil && rt.scope != public && rt.scope != nobody {
+			chain = append(chain, s.readFloor)
+		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
 	}
 	return r, nil

@@ -123,6 +123,8 @@ type deps struct {
 	// tileDB is the pool tiles render on; nil means db.
 	tileDB pgPool
 	redis  redisClient
+	// replicas route reads to DATABASE_REPLICA_URLS; nil without them.
+	replicas *pg.Replicas
 	// draining turns true when shutdown begins; /readyz then fails.
 	draining *atomic.Bool
 }
@@ -166,12 +168,49 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 		pool.Close()
 		return deps{}, nil, err
 	}
+	replicaPools, names, err := openReplicas(sctx, cfg, opts)
+	if err != nil {
+		_ = rc.Close()
+		tilePool.Close()
+		pool.Close()
+		return deps{}, nil, err
+	}
 	closeAll := func() {
+		for _, p := range replicaPools {
+			p.Close()
+		}
 		_ = rc.Close()
 		tilePool.Close()
 		pool.Close()
 	}
-	return deps{db: pool, tileDB: tilePool, redis: rc, draining: new(atomic.Bool)}, closeAll, nil
+	d := deps{db: pool, tileDB: tilePool, redis: rc, draining: new(atomic.Bool)}
+	if len(replicaPools) > 0 {
+		d.replicas = pg.NewReplicas(pool, replicaPools, names, pg.ReplicaOptions{
+			MaxLag: cfg.DB.ReplicaMaxLag, Check: cfg.DB.ReplicaCheck, Log: log,
+		})
+	}
+	return d, closeAll, nil
+}
+
+// openReplicas opens a pool per DATABASE_REPLICA_URLS entry, each named
+// host:port, without waiting for the replicas: one that is down at start
+// gets reads once its checks find it healthy.
+func openReplicas(ctx context.Context, cfg config.Config, opts pg.Options) ([]pgPool, []string, error) {
+	opts.Lazy, opts.AppName, opts.MinConns = true, "geogate-replica", 0
+	var pools []pgPool
+	var names []string
+	for _, u := range cfg.DB.ReplicaURLs {
+		p, err := pg.Open(ctx, u, opts)
+		if err != nil {
+			for _, q := range pools {
+				q.Close()
+			}
+			return nil, nil, fmt.Errorf("replica: %w", err)
+		}
+		c := p.Config().ConnConfig
+		pools, names = append(pools, p), append(names, net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))))
+	}
+	return pools, names, nil
 }
 
 // migrateOnStart applies migrations through a short-lived pool of its own:

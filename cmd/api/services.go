@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/features"
+	"github.com/geogate/geogate/internal/freshness"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/httpx"
@@ -45,6 +47,8 @@ type services struct {
 	access   access.Settings
 	limiter  *ratelimit.Limiter
 	limits   *limits.Source
+	// floors hold each identity's read floor; nil without replicas.
+	floors *freshness.Floors
 	health   *health.Handler
 	catalog  *catalog.Catalog
 	docs     *openapi.Docs
@@ -100,6 +104,12 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
 	}, d.draining.Load)
+	if d.replicas != nil {
+		d.replicas.Register(s.registry)
+		s.health.Also("replicas", func() any { return d.replicas.States() })
+		s.floors = freshness.New(d.redis, 2*cfg.DB.ReplicaMaxLag+time.Second)
+		go d.replicas.Run(ctx)
+	}
 	limits := cfg.Geofence.Rules.Limits
 	limits.FeaturesDefaultLimit, limits.FeaturesMaxLimit = cfg.Features.DefaultLimit, cfg.Features.MaxLimit
 	if s.docs, err = openapi.New(limits); err != nil {
@@ -124,8 +134,10 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		if err := s.tiles.Commit(ctx); err != nil {
 			log.Warn("tile versions not published after a write", "err", err.Error())
 		}
+		s.raiseFloor(ctx, d.replicas, log)
 	}
 	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
+	geo.ReadFrom(d.replicas)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
@@ -136,7 +148,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		}
 		return out
 	}
-	s.features = features.New(pg.Runner{Pool: d.db, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
+	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
 		features.Access{Check: s.access.Check, Scope: spatialScope})
 	return s, nil
 }
@@ -221,6 +233,32 @@ func (s *services) layerLimit(policy, def string, cost func(*gin.Context) int) g
 func limitedAs(r *http.Request) (identity, tier string) {
 	id := auth.FromContext(r.Context())
 	return id.LimitKey(), id.Tier
+}
+
+// raiseFloor makes the primary's position now the read floor of the
+// caller of ctx, after its write committed: its later reads, through any
+// replica of geogate, go only where the write has been replayed.
+func (s *services) raiseFloor(ctx context.Context, r *pg.Replicas, log *slog.Logger) {
+	if s.floors == nil {
+		return
+	}
+	lsn, err := r.CurrentLSN(ctx)
+	if err == nil {
+		err = s.floors.Raise(ctx, auth.FromContext(ctx).LimitKey(), lsn)
+	}
+	if err != nil {
+		log.Warn("read floor not raised after a write; the writer's next reads may miss it for up to DB_REPLICA_MAX_LAG", "err", err.Error())
+	}
+}
+
+// readFloor puts the caller's read floor in the request's context, for
+// the reads that may go to a replica.
+func (s *services) readFloor(c *gin.Context) {
+	if s.floors != nil {
+		ctx := c.Request.Context()
+		c.Request = c.Request.WithContext(pg.WithMinLSN(ctx, s.floors.Of(ctx, auth.FromContext(ctx).LimitKey())))
+	}
+	c.Next()
 }
 
 // keyIdentity is the limiter's identity of API key id.

@@ -89,6 +89,12 @@ type DB struct {
 	// cancel request was lost. 0 leaves the server's default.
 	StatementTimeout time.Duration
 	MigrateOnStart   bool
+	// ReplicaURLs are streaming replicas that take reads; ReplicaMaxLag
+	// is how old their data may be for them to get reads, and
+	// ReplicaCheck how often each is checked.
+	ReplicaURLs   []string
+	ReplicaMaxLag time.Duration
+	ReplicaCheck  time.Duration
 }
 
 // cancelGrace is how far the statement_timeout backstop sits, by default,
@@ -155,6 +161,15 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 		QueryTimeout:   r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
 		MigrateOnStart: r.boolean("MIGRATE_ON_START", true),
 		Schema:         r.str("GEOGATE_SCHEMA", pg.DefaultSchema),
+		ReplicaURLs:    r.list("DATABASE_REPLICA_URLS", nil),
+		ReplicaMaxLag:  r.duration("DB_REPLICA_MAX_LAG", time.Second),
+		ReplicaCheck:   r.duration("DB_REPLICA_CHECK", 200*time.Millisecond),
+	}
+	for _, u := range c.DB.ReplicaURLs {
+		r.urlWithScheme("DATABASE_REPLICA_URLS", u, "postgres", "postgresql")
+	}
+	if c.DB.ReplicaCheck > c.DB.ReplicaMaxLag {
+		r.fail("DB_REPLICA_CHECK", c.DB.ReplicaCheck.String(), "must be at most DB_REPLICA_MAX_LAG ("+c.DB.ReplicaMaxLag.String()+"): a replica is known no better than its last check")
 	}
 	if !layerName.MatchString(c.DB.Schema) {
 		r.fail("GEOGATE_SCHEMA", c.DB.Schema, "must be a lower-case SQL identifier: letters, digits and _")

@@ -110,7 +110,7 @@ func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, err
 	l, q, resumed := r.l, r.q, r.resumed
 	out := Page{Features: []Feature{}, CRS: q.crs}
 	var last position
-	err = s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		b := &pgx.Batch{}
 		for _, st := range r.batch(s.s.Own) {
 			b.Queue(st.SQL, st.Args...)
@@ -259,7 +259,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 		return Feature{}, CRS{}, errNoFeature
 	}
 	var out Page
-	err = s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		sql, args := l.pageSQL(q, s.s.Own)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {

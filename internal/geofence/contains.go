@@ -58,7 +58,7 @@ func (s *Service) Contains(ctx context.Context, layer string, p Point) ([]Featur
 		return nil, err
 	}
 	fs := []Feature{}
-	err = s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, l.containsOne, p.Lng, p.Lat)
 		if err != nil {
 			return err
@@ -82,7 +82,7 @@ func (s *Service) Contains(ctx context.Context, layer string, p Point) ([]Featur
 // fencesContaining is Contains on the built-in fences.
 func (s *Service) fencesContaining(ctx context.Context, p Point) ([]Feature, error) {
 	var fs []Feature
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, containsSQL, p.Lng, p.Lat)
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func (s *Service) ContainsBatch(ctx context.Context, layer string, pts []Point) 
 	if len(pts) == 0 {
 		return out, nil
 	}
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, sql, lngs, lats)
 		if err != nil {
 			return err

@@ -21,5 +21,11 @@ func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.
 	return d.run.Do(ctx, fn)
 }
 
+// read runs a read-only fn, on a replica when one may serve it (see
+// pg.Runner.Read).
+func (d *db) read(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	return d.run.Read(ctx, fn)
+}
+
 // pool is the pool the package's queries run on.
 func (d *db) pool() *pgxpool.Pool { return d.run.Pool }

@@ -147,7 +147,7 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 // WKB, nil for the whole world) only a fence meeting it is found.
 func (s *Service) GetFence(ctx context.Context, id int64, scope []byte) (Feature, error) {
 	var f Feature
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, getFenceSQL, id, scopeArg(scope)).Scan(&f.ID, &f.Name, &f.Props, &f.Geometry)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -201,7 +201,7 @@ func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool,
 		args[1], args[2], args[3], args[4] = b.West, b.South, b.East, b.North
 	}
 	fs := make([]Feature, 0, min(q.Limit+1, 128))
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, listFencesSQL, args...)
 		if err != nil {
 			return err

@@ -56,6 +56,10 @@ func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(co
 	return svc
 }
 
+// ReadFrom sends the service's reads to r's replicas when they may serve
+// them (nil: every read on the primary).
+func (s *Service) ReadFrom(r *pg.Replicas) { s.db.run.Replicas = r }
+
 // errUnknownLayer answers a layer id the catalog does not hold.
 var errUnknownLayer = apperr.New(apperr.NotFound, "Unknown layer: GET /layers lists the published ones.")
 

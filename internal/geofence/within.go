@@ -82,7 +82,7 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 		return WithinPage{}, err
 	}
 	var page WithinPage
-	err = s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, l.within, withinArgs(q)...)
 		if err != nil {
 			return err

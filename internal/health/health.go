@@ -21,6 +21,17 @@ type Handler struct {
 	checks   map[string]Check
 	names    []string
 	draining func() bool
+	info     map[string]func() any
+}
+
+// Also adds name to every /readyz answer, valued f(): a dependency that
+// does not decide readiness (a replica: reads move to the primary while
+// it is away) but whose state an operator wants to see.
+func (h *Handler) Also(name string, f func() any) {
+	if h.info == nil {
+		h.info = map[string]func() any{}
+	}
+	h.info[name] = f
 }
 
 // New returns the health handlers. Each check gets timeout to answer.
@@ -64,12 +75,15 @@ func (h *Handler) Ready(c *gin.Context) {
 		}
 		status[n] = "ok"
 	}
+	body := gin.H{"status": "ok", "checks": status}
+	for name, f := range h.info {
+		body[name] = f()
+	}
 	if len(failing) > 0 {
-		c.JSON(http.StatusServiceUnavailable, gin.H{
-			"detail": "Not ready: " + strings.Join(failing, ", ") + " unavailable.",
-			"checks": status,
-		})
+		delete(body, "status")
+		body["detail"] = "Not ready: " + strings.Join(failing, ", ") + " unavailable."
+		c.JSON(http.StatusServiceUnavailable, body)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": status})
+	c.JSON(http.StatusOK, body)
 }

@@ -16,6 +16,10 @@ import (
 
 // Options tunes the pool.
 type Options struct {
+	// Lazy opens the pool without waiting for the server (a replica may be
+	// down at start; the pool connects when it can), with a connect
+	// timeout of 2s unless the URL sets one.
+	Lazy     bool
 	MaxConns int32
 	// MinConns are opened in the background at start and kept open, so
 	// that the first burst of traffic does not wait for connections.
@@ -106,12 +110,18 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 		}
 		return nil
 	}
+	if o.Lazy && cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	}
 	if deadline, ok := ctx.Deadline(); ok && cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = time.Until(deadline)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
+	}
+	if o.Lazy {
+		return pool, nil
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()

@@ -25,7 +25,9 @@ type Timeouts struct {
 // into apperr kinds, so that every capability answers a busy, slow, lost
 // or changed database the same way.
 type Runner struct {
-	Pool     *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Replicas, when set, serve the reads made through Read.
+	Replicas *Replicas
 	Timeouts Timeouts
 	// Stale, when set, runs when a query finds a layer other than the
 	// catalog said (see the function Stale).
@@ -55,10 +57,44 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 	return nil
 }
 
+// Read is Do for a read that may run on a replica: one Replicas picks for
+// ctx (see WithMinLSN), else the primary. When the replica proves
+// unreachable before the read reached it (no connection, or a statement
+// not sent), it is marked so and the read runs on the primary instead; a
+// replica lost while it runs the read fails that read, as the primary
+// would.
+func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	pool, replica := r.Replicas.Pick(ctx)
+	if replica == "" {
+		return r.Do(ctx, fn)
+	}
+	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
+	defer cancel()
+	conn, err := r.acquireFrom(qctx, pool)
+	if err == nil {
+		err = fn(qctx, conn)
+		conn.Release()
+	}
+	if err != nil && ctx.Err() == nil && IsConnectErr(err) {
+		r.Replicas.Failed(replica, err)
+		if conn == nil || pgconn.SafeToRetry(err) {
+			return r.Do(ctx, fn)
+		}
+	}
+	if err != nil {
+		return r.classify(ctx, qctx, err)
+	}
+	return nil
+}
+
 func (r *Runner) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	return r.acquireFrom(ctx, r.Pool)
+}
+
+func (r *Runner) acquireFrom(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
 	actx, cancel := context.WithTimeout(ctx, r.Timeouts.AcquireTimeout)
 	defer cancel()
-	conn, err := r.Pool.Acquire(actx)
+	conn, err := pool.Acquire(actx)
 	if err != nil && actx.Err() != nil && ctx.Err() == nil && !IsConnectErr(err) {
 		return nil, apperr.Wrap(apperr.Unavailable, "The database is busy; try again shortly.", err)
 	}

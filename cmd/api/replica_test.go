@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// replicaEnv is the configuration of services that read from the test
+// replica of dbURL's database.
+func replicaEnv(t *testing.T, dbURL string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":          dbURL,
+		"DATABASE_REPLICA_URLS": testenv.ReplicaURL(t, dbURL),
+		// Long enough that a paused replica keeps getting reads for the
+		// whole test: what it serves is then known to be old.
+		"DB_REPLICA_MAX_LAG":    "60s",
+		"AUTH_ANONYMOUS_SCOPES": "none",
+		"RATELIMIT_GEOFENCE":    "100000/1s",
+	}
+}
+
+// replicaReads is how many reads service base sent to replicas.
+func replicaReads(t *testing.T, base string) string {
+	return metricLine(t, base, "geogate_db_replica_reads_total")
+}
+
+// TestReadYourWritesOnReplica pauses the replica's replay, then has one
+// caller create a fence through one geogate replica: that caller's next
+// reads, through either geogate replica, see it (they go where the write
+// has been replayed: the primary), while another caller's reads, served by
+// the paused replica, still see the world without it, until replay
+// resumes.
+func TestReadYourWritesOnReplica(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	env := replicaEnv(t, dbURL)
+	writer, other := "writer-"+testenv.Prefix(t), "other-"+testenv.Prefix(t)
+	for _, k := range []string{writer, other} {
+		runCLI(t, env, "keys", "create", "--name", k, "--secret", k, "--scopes", "geofences:read,geofences:write")
+	}
+	pause, resume := testenv.HoldReplica(t)
+	bases := []string{"", ""}
+	for i := range bases {
+		bases[i], _ = startService(t, env)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the replica healthy on both services", func() bool {
+		for _, b := range bases {
+			st, _, body := call(t, "GET", b+"/readyz", "", "")
+			if st != http.StatusOK || !strings.Contains(string(body), `"healthy":true`) {
+				return false
+			}
+		}
+		return true
+	})
+	pause()
+	const fence = `{"type":"Feature","properties":{"name":"paused"},"geometry":{"type":"Polygon","coordinates":[[[13.3,52.4],[13.5,52.4],[13.5,52.6],[13.3,52.6],[13.3,52.4]]]}}`
+	st, _, body := call(t, "POST", bases[0]+"/geofences", writer, fence)
+	var created struct{ ID int64 }
+	if err := json.Unmarshal(body, &created); st != http.StatusCreated || err != nil {
+		t.Fatalf("POST /geofences = %d %s", st, body)
+	}
+	one := fmt.Sprintf("/geofences/%d", created.ID)
+	contains := "/geofences/contains?lng=13.4&lat=52.5"
+	for i, b := range bases {
+		if st, _, body := call(t, "GET", b+one, writer, ""); st != http.StatusOK {
+			t.Errorf("the writer's GET %s on service %d = %d %s, want its fence", one, i, st, body)
+		}
+		if _, _, body := call(t, "GET", b+contains, writer, ""); !strings.Contains(string(body), `"paused"`) {
+			t.Errorf("the writer's containment check on service %d = %s, want its fence", i, body)
+		}
+	}
+	before := replicaReads(t, bases[1])
+	for i, b := range bases {
+		if st, _, body := call(t, "GET", b+one, other, ""); st != http.StatusNotFound {
+			t.Errorf("another caller's GET %s on service %d while replay is paused = %d %s, want 404 (the replica's older data)", one, i, st, body)
+		}
+		if _, _, body := call(t, "GET", b+contains, other, ""); strings.Contains(string(body), `"paused"`) {
+			t.Errorf("another caller's containment check on service %d while replay is paused = %s, want no fence yet", i, body)
+		}
+	}
+	if after := replicaReads(t, bases[1]); after == before {
+		t.Errorf("the other caller's reads did not reach the replica: %q", after)
+	}
+	resume()
+	for i, b := range bases {
+		testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("the other caller seeing the fence on service %d", i), func() bool {
+			st, _, _ := call(t, "GET", b+one, other, "")
+			return st == http.StatusOK
+		})
+	}
+}
+
+// TestReplicaLagTurnsReadsAway: with replay paused and the primary
+// moving on, a replica whose data grows older than DB_REPLICA_MAX_LAG stops
+// getting reads (they go to the primary and see everything), /readyz says
+// why while staying ready, and once replay resumes it gets reads again.
+func TestReplicaLagTurnsReadsAway(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	env := replicaEnv(t, dbURL)
+	env["DB_REPLICA_MAX_LAG"] = "1s"
+	reader := "reader-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", reader, "--secret", reader, "--scopes", "geofences:read")
+	pause, resume := testenv.HoldReplica(t)
+	base, _ := startService(t, env)
+	state := func() string {
+		_, _, body := call(t, "GET", base+"/readyz", "", "")
+		return string(body)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the replica healthy", func() bool { return strings.Contains(state(), `"healthy":true`) })
+	pause()
+	// A write by plain SQL: nobody's read floor, only the lag bound.
+	if _, err := pool.Exec(t.Context(), `INSERT INTO geofences (name, geom) VALUES ('sql', ST_GeomFromText('MULTIPOLYGON(((0 0,1 0,1 1,0 1,0 0)))', 4326))`); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 5*time.Second, "the lagging replica turned away", func() bool {
+		s := state()
+		return strings.Contains(s, "lag above DB_REPLICA_MAX_LAG") && strings.Contains(s, `"status":"ok"`)
+	})
+	if _, _, body := call(t, "GET", base+"/geofences/contains?lng=0.5&lat=0.5", reader, ""); !strings.Contains(string(body), `"sql"`) {
+		t.Errorf("a read while the replica lags = %s, want the primary's data", body)
+	}
+	resume()
+	testenv.WaitFor(t, 10*time.Second, "the replica healthy again", func() bool { return strings.Contains(state(), `"healthy":true`) })
+}
