@@ -26,7 +26,7 @@ ok() { echo "services_test: ok: $*"; }
 # stderr is kept in $tmp/CHECKOUT.err and shown indented.
 svc() {
   local c=$1 rc=0; shift
-  GEOGATE_TEST_PG_PORT=$pgwant GEOGATE_TEST_REDIS_PORT=$rediswant \
+  GEOGATE_TEST_PG_PORT=$pgwant GEOGATE_TEST_REDIS_PORT=$rediswant GEOGATE_TEST_PG_REPLICA_PORT=$((pgwant + 100)) \
     "$tmp/$c/scripts/services.sh" "$@" 2>"$tmp/$c.err" || rc=$?
   sed "s/^/  $c: /" "$tmp/$c.err" >&2
   return $rc
@@ -53,7 +53,7 @@ done
 taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 block_free() { local p; for p in $(seq "$1" $(($1 + 7))); do taken "$p" && return 1; done; return 0; }
 pgwant=31433 rediswant=31380
-until block_free "$pgwant" && block_free "$rediswant"; do
+until block_free "$pgwant" && block_free "$rediswant" && block_free $((pgwant + 100)); do
   pgwant=$((pgwant + 10)) rediswant=$((rediswant + 10))
   [ "$pgwant" -lt 32000 ] || fail "no free ports near 31433 and 31380"
 done
