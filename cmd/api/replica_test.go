@@ -127,3 +127,43 @@ func TestReplicaLagTurnsReadsAway(t *testing.T) {
 	resume()
 	testenv.WaitFor(t, 10*time.Second, "the replica healthy again", func() bool { return strings.Contains(state(), `"healthy":true`) })
 }
+
+// TestTileNeverOlderThanItsVersionOnReplica changes a published table with
+// plain SQL while the replica's replay is paused: the tile, once geogate
+// knows the layer's new version, is drawn from data that includes the
+// change (the paused replica's drawing is refused and the tile drawn on
+// the primary), and what the cache then holds under the new version is
+// that tile, never the old one.
+func TestTileNeverOlderThanItsVersionOnReplica(t *testing.T) {
+	pool, dbURL := placesDB(t)
+	env := replicaEnv(t, dbURL)
+	delete(env, "AUTH_ANONYMOUS_SCOPES")
+	pause, resume := testenv.HoldReplica(t)
+	base, _ := startService(t, env)
+	testenv.WaitFor(t, 10*time.Second, "the replica healthy", func() bool {
+		_, _, body := call(t, "GET", base+"/readyz", "", "")
+		return strings.Contains(string(body), `"healthy":true`)
+	})
+	const tile = "/tiles/places/4/8/5.mvt"
+	if st, _, body := call(t, "GET", base+tile, "", ""); st != http.StatusOK || !strings.Contains(string(body), "p1") {
+		t.Fatalf("GET %s = %d, want the tile with p1", tile, st)
+	}
+	pause()
+	if _, err := pool.Exec(t.Context(), "UPDATE places SET name = 'renamed' WHERE name = 'p1'"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the tile with the change", func() bool {
+		_, _, body := call(t, "GET", base+tile, "", "")
+		return strings.Contains(string(body), "renamed")
+	})
+	for range 3 {
+		st, h, body := call(t, "GET", base+tile, "", "")
+		if st != http.StatusOK || h.Get("X-Cache") != "HIT" || !strings.Contains(string(body), "renamed") || strings.Contains(string(body), "p1") {
+			t.Fatalf("GET %s after the change = %d %s, renamed %v; want the cached new tile", tile, st, h.Get("X-Cache"), strings.Contains(string(body), "renamed"))
+		}
+	}
+	if got := metricLine(t, base, "geogate_tiles_replica_stale_renders_total"); got == "" || strings.HasSuffix(got, " 0") {
+		t.Errorf("stale renders = %q, want the paused replica's drawing refused at least once", got)
+	}
+	resume()
+}

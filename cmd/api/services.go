@@ -118,7 +118,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// Only renders (cache misses) spend the tiles budget; cached tiles
 	// pass the generous tiles-cached policy. A policy's concurrency cap
 	// holds its slot until the tile is answered.
-	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog}, tiles.Options{
+	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog, Replicas: d.replicas}, tiles.Options{
 		Scope:      spatialScope,
 		OnMiss:     s.charge(policyTiles, true),
 		OnHit:      s.charge(policyTilesCached, false),

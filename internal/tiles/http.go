@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // ContentType is the media type of a vector tile.
@@ -312,6 +314,13 @@ func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []b
 	defer cancel()
 	start := time.Now()
 	out, err := h.r.Render(rctx, l, t, scopeWKB)
+	if err == nil && l.versionKey != "" && out.Version < version {
+		// Drawn on a replica that has not replayed the change behind
+		// version: draw it again where it has, so that no tile older than
+		// the version it is served and cached under ever leaves here.
+		h.metrics.staleRender()
+		out, err = h.r.Render(pg.WithMinLSN(rctx, math.MaxUint64), l, t, scopeWKB)
+	}
 	if err != nil {
 		return result{}, err
 	}

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	answers *prometheus.CounterVec
 	renders *prometheus.HistogramVec
+	stale   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,9 +28,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of tile queries by layer and zoom band (low 0-7, mid 8-11, high 12+).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"layer", "zooms"}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geogate_tiles_replica_stale_renders_total",
+			Help: "Tiles drawn on a replica that had not replayed the layer's current version, and drawn again on the primary.",
+		}),
 	}
-	reg.MustRegister(m.answers, m.renders)
+	reg.MustRegister(m.answers, m.renders, m.stale)
 	return m
+}
+
+func (m *metrics) staleRender() {
+	if m != nil {
+		m.stale.Inc()
+	}
 }
 
 func (m *metrics) answer(layer, result string) {

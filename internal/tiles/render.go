@@ -8,10 +8,12 @@ import (
 	"math"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // earthCircumference is the width of the Web Mercator world in metres.
@@ -28,7 +30,10 @@ type Source interface {
 
 // Renderer renders tiles of the published layers with PostGIS.
 type Renderer struct {
-	db     *pgxpool.Pool
+	db *pgxpool.Pool
+	// replicas, when set, take the renders a replica may serve; the
+	// Handler checks that what a replica drew is recent enough.
+	replicas *pg.Replicas
 	src    Source
 	s      Settings
 	extent int
@@ -125,11 +130,30 @@ type Rendered struct {
 // Render renders tile t of layer l. A non-nil scope (EPSG:4326 WKB) keeps
 // only what lies inside it. The query runs under ctx, so a caller that
 // goes away cancels it.
+//
+// With replicas it renders on one that qualifies for ctx (see
+// pg.Replicas.Pick), and on the primary when the replica proves
+// unreachable before the statement reached it.
 func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (Rendered, error) {
+	pool, replica := r.db, ""
+	if p, name := r.replicas.Pick(ctx); name != "" {
+		pool, replica = p, name
+	}
+	out, err := r.renderOn(ctx, pool, l, t, scope)
+	if err != nil && replica != "" && ctx.Err() == nil && pg.IsConnectErr(err) {
+		r.replicas.Failed(replica, err)
+		if pgconn.SafeToRetry(err) {
+			return r.renderOn(ctx, r.db, l, t, scope)
+		}
+	}
+	return out, err
+}
+
+func (r *Renderer) renderOn(ctx context.Context, pool *pgxpool.Pool, l *Layer, t Tile, scope []byte) (Rendered, error) {
 	sql, args := r.query(l, t, scope)
 	var out Rendered
 	var version *int64
-	if err := r.db.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
+	if err := pool.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
 		if catalog.Stale(err) {
 			r.src.RefreshSoon()
 			return Rendered{}, apperr.Wrap(apperr.NotFound, apperr.MessageOf(errChanged), err)

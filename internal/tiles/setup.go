@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -26,6 +27,8 @@ type Deps struct {
 	Redis redis.UniversalClient
 	// Layers are the published layers.
 	Layers Source
+	// Replicas, when set, take the renders they may serve.
+	Replicas *pg.Replicas
 }
 
 // Options are the hooks a Handler calls; every field may be left zero.
@@ -70,6 +73,7 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.replicas = d.Replicas
 	// Databases sharing one Redis (staging and production, test databases)
 	// must not read each other's versions or tiles.
 	dbID, err := databaseID(ctx, d.DB)
