@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -166,4 +169,110 @@ func TestTileNeverOlderThanItsVersionOnReplica(t *testing.T) {
 		t.Errorf("stale renders = %q, want the paused replica's drawing refused at least once", got)
 	}
 	resume()
+}
+
+// TestReplicaCrashAndPromotion crashes a private replica under a steady
+// load of reads: reads already running on it are the only ones that may
+// fail (at most the workers' count, and none in practice: a read that
+// finds it gone before its statement was sent runs on the primary), every
+// read from a second after the crash on is a 200 from the primary, and the
+// replica gets reads again once it is back. Then the primary is stopped
+// and the replica promoted: it is no standby any more and gets no reads,
+// and writes resume once DATABASE_URL points at it.
+func TestReplicaCrashAndPromotion(t *testing.T) {
+	primary := testenv.StartPostgres(t)
+	replica := primary.StartReplica(t)
+	env := map[string]string{
+		"DATABASE_URL": primary.URL(), "DATABASE_REPLICA_URLS": replica.URL(),
+		"DB_REPLICA_MAX_LAG": "2s", "DB_REPLICA_CHECK": "100ms", "RATELIMIT_GEOFENCE": "100000/1s",
+	}
+	base, _ := startService(t, env)
+	healthy := func() bool {
+		_, _, body := call(t, "GET", base+"/readyz", "", "")
+		return strings.Contains(string(body), `"healthy":true`)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the replica healthy", healthy)
+
+	const workers = 4
+	type answer struct {
+		at     time.Time
+		status int
+	}
+	var mu sync.Mutex
+	var answers []answer
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 10 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				st := 0
+				if resp, err := client.Get(base + "/geofences?limit=1"); err == nil {
+					st = resp.StatusCode
+					resp.Body.Close()
+				}
+				mu.Lock()
+				answers = append(answers, answer{time.Now(), st})
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // load before the crash
+	crashed := time.Now()
+	replica.Crash()
+	testenv.WaitFor(t, 5*time.Second, "the replica seen down", func() bool { return !healthy() })
+	time.Sleep(1500 * time.Millisecond) // load after the crash
+	close(stop)
+	wg.Wait()
+	failed, late := 0, 0
+	for _, a := range answers {
+		if a.status != http.StatusOK {
+			failed++
+			if a.at.After(crashed.Add(time.Second)) {
+				late++
+			}
+		}
+	}
+	t.Logf("%d reads around the crash, %d failed", len(answers), failed)
+	if failed > workers || late > 0 {
+		t.Errorf("of %d reads around the crash, %d failed (%d more than a second after it); want at most %d, none late", len(answers), failed, late, workers)
+	}
+
+	if err := replica.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the replica back", healthy)
+	before := replicaReads(t, base)
+	for range 5 {
+		call(t, "GET", base+"/geofences?limit=1", "", "")
+	}
+	if after := replicaReads(t, base); after == before {
+		t.Errorf("reads did not return to the replica: %q", after)
+	}
+
+	primary.Stop()
+	conn, err := pgx.Connect(t.Context(), replica.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SELECT pg_promote()"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(t.Context())
+	testenv.WaitFor(t, 10*time.Second, "the promoted replica turned away", func() bool {
+		_, _, body := call(t, "GET", base+"/readyz", "", "")
+		return strings.Contains(string(body), "not a standby in recovery")
+	})
+	env["DATABASE_URL"], env["DATABASE_REPLICA_URLS"] = replica.URL(), ""
+	runCLI(t, env, "keys", "create", "--name", "after", "--secret", "after", "--scopes", "geofences:write")
+	promoted, _ := startService(t, env)
+	const fence = `{"type":"Feature","properties":{"name":"after"},"geometry":{"type":"Polygon","coordinates":[[[1,1],[2,1],[2,2],[1,2],[1,1]]]}}`
+	if st, _, body := call(t, "POST", promoted+"/geofences", "after", fence); st != http.StatusCreated {
+		t.Errorf("a write on the promoted replica = %d %s, want 201", st, body)
+	}
 }

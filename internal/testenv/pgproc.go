@@ -184,3 +184,60 @@ func (p *PostgresProcess) Stop() {
 		<-done
 	}
 }
+
+// StartReplica makes a streaming replica of p (a base backup with
+// pg_basebackup -R, then streaming over p's socket) in a folder of its
+// own, and starts it; it is stopped and removed when the test ends.
+func (p *PostgresProcess) StartReplica(tb testing.TB) *PostgresProcess {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "geogate-pg-replica-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	r := &PostgresProcess{dir: dir, bin: p.bin, cred: p.cred}
+	if p.cred != nil {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chown(dir, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	backup := r.command("pg_basebackup", "-D", data, "-R", "-X", "stream", "-c", "fast",
+		"-d", "host="+p.dir+" user=geogate dbname=postgres")
+	if out, err := backup.CombinedOutput(); err != nil {
+		tb.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	// The copied configuration names the primary's socket folder.
+	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "unix_socket_directories = '%s'\nhot_standby = on\n", dir)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// Crash ends the server as a crash would (an immediate shutdown: SIGQUIT,
+// no checkpoint; the next Start recovers) and waits for it to exit.
+func (p *PostgresProcess) Crash() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd, p.done = nil, nil
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	<-done
+}
