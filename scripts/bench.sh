@@ -26,16 +26,17 @@ trials=${BENCH_TRIALS:-3}
 dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
-cases=(ratelimit geofence tiles features seed import auth)
+cases=(ratelimit geofence tiles features replicas seed import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features seed import)
+  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas seed import)
 fi
 start=$(date +%s)
 
-env_lines=$(scripts/services.sh start dev)
+env_lines=$(GEOGATE_DEV_REPLICA=1 scripts/services.sh start dev)
 DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
 REDIS_URL=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')
-export DATABASE_URL REDIS_URL TEST_DATABASE_URL=$DATABASE_URL TEST_REDIS_URL=$REDIS_URL
+DATABASE_REPLICA_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_REPLICA_URL=//p')
+export DATABASE_URL REDIS_URL DATABASE_REPLICA_URL TEST_DATABASE_URL=$DATABASE_URL TEST_REDIS_URL=$REDIS_URL
 echo "== building bin/api and the bench drivers" >&2
 go build -o bin/api ./cmd/api
 go build -o bin/load ./bench/load
@@ -56,6 +57,7 @@ for c in "${cases[@]}"; do
     geofence)  GEOFENCE_CONC=${BENCH_GEOFENCE_CONC:-8,$conc} GEOFENCE_DUR=$dur GEOFENCE_RUNS=$trials run_case geofence bench/geofence.sh ;;
     tiles)     TILES_DUR=$tdur TILES_RUNS=$trials TILES_CPUPROFILE=${BENCH_PROFILE:+bench/results/tiles.cpu.prof} run_case tiles bench/tiles.sh ;;
     features)  FEATURES_CONC=${BENCH_FEATURES_CONC:-8} FEATURES_DUR=$dur FEATURES_RUNS=$trials FEATURES_OGR_TRIALS=$trials run_case features bench/features.sh ;;
+    replicas)  REPLICAS_CONC=8,$conc REPLICAS_DUR=$dur REPLICAS_RUNS=$trials run_case replicas bench/replicas.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
@@ -158,6 +160,11 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
           printf "| copy of places (%s features) into a GeoPackage with `ogr2ogr` through geogate (OAPIF, PAGE_SIZE 1000) | %.2f s %s | `ogr2ogr` straight from PostgreSQL, the same columns: %.2f s %s | %.2fx the speed | | |\n", c[2], c[7], c[9], c[12], c[14], c[17]
         }
       }' $r/features.txt
+  fi
+  if [ -s $r/replicas.txt ]; then
+    awk -F'|' '$2 ~ /^ [0-9]+ $/ && NF >= 6 {
+        printf "| `/within` 1 km with reads on a streaming replica (`DATABASE_REPLICA_URLS`), concurrency %d | %s | the same service reading the primary alone: %s | %s | none: on 2 shared cores the replica adds no capacity; this is the routing cost | |\n", $2, $4, $3, $5
+      }' $r/replicas.txt
   fi
   if [ -s $r/seed.txt ]; then
     awk '

@@ -31,7 +31,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 pgbin=/usr/lib/postgresql/15/bin
 
 case "$profile" in
-  dev)  pgwant=${GEOGATE_PG_PORT:-55432}; rediswant=${GEOGATE_REDIS_PORT:-56379}; replwant="" ;;
+  # The dev profile has a replica only when asked (make bench asks).
+  dev)  pgwant=${GEOGATE_PG_PORT:-55432}; rediswant=${GEOGATE_REDIS_PORT:-56379}
+        replwant=""; [ "${GEOGATE_DEV_REPLICA:-}" = 1 ] && replwant=${GEOGATE_PG_REPLICA_PORT:-55435} ;;
   test) pgwant=${GEOGATE_TEST_PG_PORT:-55433}; rediswant=${GEOGATE_TEST_REDIS_PORT:-56380}
         replwant=${GEOGATE_TEST_PG_REPLICA_PORT:-55434} ;;
   *) echo "unknown profile: $profile (want dev or test)" >&2; exit 2 ;;
@@ -245,7 +247,7 @@ pg_stop() {
   as_pg "$pgbin/pg_ctl" -D "$pgdata" -m fast -w -t 30 stop >/dev/null
 }
 
-# --- the streaming replica (test profile) ----------------------------------
+# --- the streaming replica (test profile; dev with GEOGATE_DEV_REPLICA=1) ---
 
 # The test profile has a hot standby of its PostgreSQL: a base backup taken
 # with pg_basebackup -R (which writes the standby's primary_conninfo),
