@@ -44,7 +44,7 @@ func TestReadYourWritesOnReplica(t *testing.T) {
 	env := replicaEnv(t, dbURL)
 	writer, other := "writer-"+testenv.Prefix(t), "other-"+testenv.Prefix(t)
 	for _, k := range []string{writer, other} {
-		runCLI(t, env, "keys", "create", "--name", k, "--secret", k, "--scopes", "geofences:read,geofences:write")
+		runCLI(t, env, "keys", "create", "--name", k, "--secret", k, "--scopes", "geofences:read,geofences:write,proximity:read,tiles:read")
 	}
 	pause, resume := testenv.HoldReplica(t)
 	bases := []string{"", ""}
@@ -69,12 +69,16 @@ func TestReadYourWritesOnReplica(t *testing.T) {
 	}
 	one := fmt.Sprintf("/geofences/%d", created.ID)
 	contains := "/geofences/contains?lng=13.4&lat=52.5"
+	within := "/within?layer=geofences&lng=13.4&lat=52.5&radius=100"
+	tile := "/tiles/geofences/4/8/5.mvt"
 	for i, b := range bases {
 		if st, _, body := call(t, "GET", b+one, writer, ""); st != http.StatusOK {
 			t.Errorf("the writer's GET %s on service %d = %d %s, want its fence", one, i, st, body)
 		}
-		if _, _, body := call(t, "GET", b+contains, writer, ""); !strings.Contains(string(body), `"paused"`) {
-			t.Errorf("the writer's containment check on service %d = %s, want its fence", i, body)
+		for _, path := range []string{contains, within, tile} {
+			if st, _, body := call(t, "GET", b+path, writer, ""); st != http.StatusOK || !strings.Contains(string(body), "paused") {
+				t.Errorf("the writer's GET %s on service %d = %d %.300s, want its fence", path, i, st, body)
+			}
 		}
 	}
 	before := replicaReads(t, bases[1])
@@ -82,8 +86,10 @@ func TestReadYourWritesOnReplica(t *testing.T) {
 		if st, _, body := call(t, "GET", b+one, other, ""); st != http.StatusNotFound {
 			t.Errorf("another caller's GET %s on service %d while replay is paused = %d %s, want 404 (the replica's older data)", one, i, st, body)
 		}
-		if _, _, body := call(t, "GET", b+contains, other, ""); strings.Contains(string(body), `"paused"`) {
-			t.Errorf("another caller's containment check on service %d while replay is paused = %s, want no fence yet", i, body)
+		for _, path := range []string{contains, within} {
+			if _, _, body := call(t, "GET", b+path, other, ""); strings.Contains(string(body), "paused") {
+				t.Errorf("another caller's GET %s on service %d while replay is paused = %.300s, want no fence yet", path, i, body)
+			}
 		}
 	}
 	if after := replicaReads(t, bases[1]); after == before {
