@@ -40,13 +40,14 @@ func replicaReads(t *testing.T, base string) string {
 // the paused replica, still see the world without it, until replay
 // resumes.
 func TestReadYourWritesOnReplica(t *testing.T) {
+	// First: a paused replica replays no other test's new database.
+	pause, resume := testenv.HoldReplica(t)
 	_, dbURL := testenv.DBWithURL(t)
 	env := replicaEnv(t, dbURL)
 	writer, other := "writer-"+testenv.Prefix(t), "other-"+testenv.Prefix(t)
 	for _, k := range []string{writer, other} {
 		runCLI(t, env, "keys", "create", "--name", k, "--secret", k, "--scopes", "geofences:read,geofences:write,proximity:read,tiles:read")
 	}
-	pause, resume := testenv.HoldReplica(t)
 	bases := []string{"", ""}
 	for i := range bases {
 		bases[i], _ = startService(t, env)
@@ -109,12 +110,12 @@ func TestReadYourWritesOnReplica(t *testing.T) {
 // getting reads (they go to the primary and see everything), /readyz says
 // why while staying ready, and once replay resumes it gets reads again.
 func TestReplicaLagTurnsReadsAway(t *testing.T) {
+	pause, resume := testenv.HoldReplica(t)
 	pool, dbURL := testenv.DBWithURL(t)
 	env := replicaEnv(t, dbURL)
 	env["DB_REPLICA_MAX_LAG"] = "1s"
 	reader := "reader-" + testenv.Prefix(t)
 	runCLI(t, env, "keys", "create", "--name", reader, "--secret", reader, "--scopes", "geofences:read")
-	pause, resume := testenv.HoldReplica(t)
 	base, _ := startService(t, env)
 	state := func() string {
 		_, _, body := call(t, "GET", base+"/readyz", "", "")
@@ -144,10 +145,10 @@ func TestReplicaLagTurnsReadsAway(t *testing.T) {
 // the primary), and what the cache then holds under the new version is
 // that tile, never the old one.
 func TestTileNeverOlderThanItsVersionOnReplica(t *testing.T) {
+	pause, resume := testenv.HoldReplica(t)
 	pool, dbURL := placesDB(t)
 	env := replicaEnv(t, dbURL)
 	delete(env, "AUTH_ANONYMOUS_SCOPES")
-	pause, resume := testenv.HoldReplica(t)
 	base, _ := startService(t, env)
 	testenv.WaitFor(t, 10*time.Second, "the replica healthy", func() bool {
 		_, _, body := call(t, "GET", base+"/readyz", "", "")
