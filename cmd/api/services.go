@@ -48,7 +48,7 @@ type services struct {
 	limiter  *ratelimit.Limiter
 	limits   *limits.Source
 	// floors hold each identity's read floor; nil without replicas.
-	floors *freshness.Floors
+	floors   *freshness.Floors
 	health   *health.Handler
 	catalog  *catalog.Catalog
 	docs     *openapi.Docs

@@ -6,10 +6,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // KeyChannel is where the api_keys trigger (migration 00012) announces a
@@ -29,7 +30,7 @@ type KeyEvents struct {
 	cache *KeyCache
 	log   *slog.Logger
 
-	listening atomic.Bool
+	l         atomic.Pointer[pg.Listener]
 	readyOnce sync.Once
 	ready     chan struct{}
 }
@@ -46,7 +47,7 @@ func NewKeyEvents(db *pgxpool.Pool, cache *KeyCache, log *slog.Logger, registere
 			Name: "geogate_auth_key_events_listening",
 			Help: "1 while this process listens for API key changes; 0 while it relies on API_KEY_CACHE_TTL alone.",
 		}, func() float64 {
-			if e.listening.Load() {
+			if e.Listening() {
 				return 1
 			}
 			return 0
@@ -59,61 +60,30 @@ func NewKeyEvents(db *pgxpool.Pool, cache *KeyCache, log *slog.Logger, registere
 func (e *KeyEvents) Ready() <-chan struct{} { return e.ready }
 
 // Listening reports whether the listener is connected now.
-func (e *KeyEvents) Listening() bool { return e.listening.Load() }
-
-// Run listens until ctx ends, reconnecting after failures with a backoff
-// of 100 ms doubling up to 5 s.
-func (e *KeyEvents) Run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		heard, err := e.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if heard {
-			backoff = 100 * time.Millisecond
-		}
-		e.log.Warn("API key listener stopped; changes to keys take up to API_KEY_CACHE_TTL until it reconnects",
-			"err", err.Error(), "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+func (e *KeyEvents) Listening() bool {
+	l := e.l.Load()
+	return l != nil && l.Listening()
 }
 
-// listen holds one LISTEN until it fails; connected says it got as far
-// as listening.
-func (e *KeyEvents) listen(ctx context.Context) (connected bool, err error) {
-	pc, err := e.db.Acquire(ctx)
-	if err != nil {
-		return false, err
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
-	// Waiting for a notification runs no statement a cancel request could
-	// end: close the connection as soon as ctx ends instead.
-	stop := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().Close() })
-	defer stop()
-	if _, err := conn.Exec(ctx, "LISTEN "+KeyChannel); err != nil {
-		return false, err
-	}
-	// Whatever changed while nobody listened is forgotten wholesale.
-	e.cache.Flush()
-	e.listening.Store(true)
-	defer e.listening.Store(false)
-	e.readyOnce.Do(func() { close(e.ready) })
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return true, err
-		}
-		if n.Payload == "" {
+// Run listens until ctx ends, reconnecting after failures (see
+// pg.Listener). After each (re)connection the cache is flushed: whatever
+// changed while nobody listened is forgotten wholesale.
+func (e *KeyEvents) Run(ctx context.Context) {
+	l := &pg.Listener{
+		Pool: e.db, Channels: []string{KeyChannel}, Log: e.log,
+		Topic: "API key (changes to keys take up to API_KEY_CACHE_TTL until it reconnects)",
+		OnListen: func() {
 			e.cache.Flush()
-		} else {
-			e.cache.Forget(n.Payload)
-		}
+			e.readyOnce.Do(func() { close(e.ready) })
+		},
+		OnNotify: func(_, payload string) {
+			if payload == "" {
+				e.cache.Flush()
+			} else {
+				e.cache.Forget(payload)
+			}
+		},
 	}
+	e.l.Store(l)
+	l.Run(ctx)
 }

@@ -25,7 +25,7 @@ func tierWindows(l *ratelimit.Limiter, tier string) string {
 func listenerPids(t *testing.T, db *pgxpool.Pool) []int32 {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `SELECT pid FROM pg_stat_activity
-		WHERE datname = current_database() AND query LIKE 'LISTEN "geogate_limits"%' ORDER BY pid`)
+		WHERE datname = current_database() AND query LIKE 'LISTEN geogate_limits%' ORDER BY pid`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,13 @@ package pg
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -27,6 +28,10 @@ type Listener struct {
 
 	listening atomic.Bool
 }
+
+// channelName is what a channel may be called: a plain identifier, written
+// into LISTEN as it is.
+var channelName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Listening reports whether the listener is connected now.
 func (l *Listener) Listening() bool { return l.listening.Load() }
@@ -67,11 +72,14 @@ func (l *Listener) listen(ctx context.Context) (connected bool, err error) {
 	// end: close the connection as soon as ctx ends instead.
 	stop := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().Close() })
 	defer stop()
-	quoted := make([]string, len(l.Channels))
+	stmts := make([]string, len(l.Channels))
 	for i, c := range l.Channels {
-		quoted[i] = "LISTEN " + pgx.Identifier{c}.Sanitize()
+		if !channelName.MatchString(c) {
+			return false, fmt.Errorf("channel name %q: want lower-case letters, digits and _", c)
+		}
+		stmts[i] = "LISTEN " + c
 	}
-	if _, err := conn.Exec(ctx, strings.Join(quoted, "; ")); err != nil {
+	if _, err := conn.Exec(ctx, strings.Join(stmts, "; ")); err != nil {
 		return false, err
 	}
 	l.listening.Store(true)

@@ -82,8 +82,8 @@ type NodeState struct {
 	Lag     time.Duration `json:"-"`
 	// LagSeconds is Lag for JSON; null when unknown.
 	LagSeconds *float64 `json:"lag_seconds"`
-	Replay  uint64        `json:"-"`
-	Reason  string        `json:"reason,omitempty"`
+	Replay     uint64   `json:"-"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 // ReplicaOptions configure Replicas.
@@ -92,7 +92,7 @@ type ReplicaOptions struct {
 	MaxLag time.Duration
 	// Check is how often each replica and the primary are looked at.
 	Check time.Duration
-	Log *slog.Logger
+	Log   *slog.Logger
 }
 
 // NewReplicas routes reads among pools (opened on the replicas' URLs,

@@ -34,10 +34,10 @@ type Renderer struct {
 	// replicas, when set, take the renders a replica may serve; the
 	// Handler checks that what a replica drew is recent enough.
 	replicas *pg.Replicas
-	src    Source
-	s      Settings
-	extent int
-	buffer int
+	src      Source
+	s        Settings
+	extent   int
+	buffer   int
 	// built holds each catalog layer's tile layer (or the error its
 	// settings gave), until the catalog changes.
 	built sync.Map // *catalog.Layer -> built
