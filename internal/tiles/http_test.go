@@ -288,6 +288,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	want := map[string]float64{
 		"geogate_tiles_requests_total layer=places result=hit":         5,
 		"geogate_tiles_requests_total layer=places result=miss":        1,
+		"geogate_tiles_replica_stale_renders_total":                    0,
 		"geogate_tiles_render_duration_seconds layer=places zooms=mid": 1,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
