@@ -76,7 +76,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		s.registry.MustRegister(pg.NewNamedCollector(tileDB, "tiles"))
 	}
 	var err error
-	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry}); err != nil {
+	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry, Replicas: d.replicas}); err != nil {
 		return nil, err
 	}
 	s.limiter, err = ratelimit.New(d.redis, cfg.RateLimit, ratelimit.Options{

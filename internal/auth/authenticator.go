@@ -22,8 +22,11 @@ type Authenticator struct {
 	outcomes   *prometheus.CounterVec
 	// cache and events are the key cache and its listener New built; nil
 	// for an Authenticator made with NewAuthenticator.
-	cache  *KeyCache
-	events *KeyEvents
+	cache *KeyCache
+	// onReplicas, when keys are looked up on replicas, must hear of every
+	// change before the cache forgets it.
+	onReplicas *replicaLookup
+	events     *KeyEvents
 }
 
 // KeyVerifier finds the API key a secret belongs to. It returns an

@@ -30,7 +30,10 @@ type KeyEvents struct {
 	cache *KeyCache
 	log   *slog.Logger
 
-	l         atomic.Pointer[pg.Listener]
+	l atomic.Pointer[pg.Listener]
+	// before, if set, runs before the cache forgets anything (replica
+	// look-ups raise their floor there).
+	before    func(context.Context)
 	readyOnce sync.Once
 	ready     chan struct{}
 }
@@ -65,6 +68,12 @@ func (e *KeyEvents) Listening() bool {
 	return l != nil && l.Listening()
 }
 
+func (e *KeyEvents) changed(ctx context.Context) {
+	if e.before != nil {
+		e.before(ctx)
+	}
+}
+
 // Run listens until ctx ends, reconnecting after failures (see
 // pg.Listener). After each (re)connection the cache is flushed: whatever
 // changed while nobody listened is forgotten wholesale.
@@ -73,10 +82,12 @@ func (e *KeyEvents) Run(ctx context.Context) {
 		Pool: e.db, Channels: []string{KeyChannel}, Log: e.log,
 		Topic: "API key (changes to keys take up to API_KEY_CACHE_TTL until it reconnects)",
 		OnListen: func() {
+			e.changed(ctx)
 			e.cache.Flush()
 			e.readyOnce.Do(func() { close(e.ready) })
 		},
 		OnNotify: func(_, payload string) {
+			e.changed(ctx)
 			if payload == "" {
 				e.cache.Flush()
 			} else {

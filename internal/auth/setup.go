@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // Settings configure authentication; internal/config fills them.
@@ -48,6 +50,8 @@ type Deps struct {
 	Log *slog.Logger
 	// Registerer, if set, receives the auth metrics.
 	Registerer prometheus.Registerer
+	// Replicas, when set, take the key look-ups they may serve.
+	Replicas *pg.Replicas
 }
 
 // New builds the Authenticator s describes: API keys from the database
@@ -91,10 +95,19 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 		cache  *KeyCache
 		events *KeyEvents
 	)
+	var onReplicas *replicaLookup
 	if d.DB != nil {
-		cache = NewKeyCache(NewStore(d.DB), s.KeyCacheTTL, s.KeyCacheSize)
+		var lookup KeyLookup = NewStore(d.DB)
+		if d.Replicas != nil {
+			onReplicas = newReplicaLookup(d.DB, d.Replicas)
+			lookup = onReplicas
+		}
+		cache = NewKeyCache(lookup, s.KeyCacheTTL, s.KeyCacheSize)
 		keys = cache
 		events = NewKeyEvents(d.DB, cache, d.Log, d.Registerer)
+		if onReplicas != nil {
+			events.before = onReplicas.changed
+		}
 		go events.Run(ctx)
 	}
 	a := NewAuthenticator(Options{
@@ -104,7 +117,7 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 		Timeout:         s.LookupTimeout,
 		Registerer:      d.Registerer,
 	})
-	a.cache, a.events = cache, events
+	a.cache, a.events, a.onReplicas = cache, events, onReplicas
 	return a, nil
 }
 
@@ -113,6 +126,9 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 // calls it before answering, so that the change holds there even while
 // its listener is down.
 func (a *Authenticator) Forget(id string) {
+	if a.onReplicas != nil {
+		a.onReplicas.changed(context.Background())
+	}
 	if a.cache != nil {
 		a.cache.Forget(id)
 	}
