@@ -141,13 +141,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
-	fs.LandingLinks = func(base string) []features.Link {
-		var out []features.Link
-		for _, l := range tiles.LandingLinks(base) {
-			out = append(out, features.Link(l))
-		}
-		return out
-	}
+	fs.LandingLinks = tiles.LandingLinks
 	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
 		features.Access{Check: s.access.Check, Scope: spatialScope})
 	return s, nil

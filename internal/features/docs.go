@@ -5,17 +5,12 @@ import (
 	"strings"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/ogc"
 	"github.com/geogate/geogate/internal/openapi"
 )
 
 // Link is an OGC API link.
-type Link struct {
-	Href      string `json:"href"`
-	Rel       string `json:"rel"`
-	Type      string `json:"type,omitempty"`
-	Title     string `json:"title,omitempty"`
-	Templated bool   `json:"templated,omitempty"`
-}
+type Link = ogc.Link
 
 // Media types as OGC API – Features names them.
 const (

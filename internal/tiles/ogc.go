@@ -11,6 +11,7 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/ogc"
 )
 
 // OGC API - Tiles: the tiles of /tiles/{layer}/{z}/{x}/{y} addressed as
@@ -52,13 +53,7 @@ var Conformance = []string{
 
 // Link is a link of an OGC API document. A templated link's href holds
 // {placeholders} to fill in.
-type Link struct {
-	Href      string `json:"href"`
-	Rel       string `json:"rel"`
-	Type      string `json:"type,omitempty"`
-	Title     string `json:"title,omitempty"`
-	Templated bool   `json:"templated,omitempty"`
-}
+type Link = ogc.Link
 
 // CollectionLinks are the links a collection's description
 // (/collections/{collectionId}) gives to its tiles: its vector tilesets.
