@@ -59,6 +59,23 @@ func measure(conc int, d time.Duration, op func(ctx context.Context, worker, i i
 	return load.Run(conc, d, func(w, i int) error { return op(ctx, w, i) })
 }
 
+// alternate measures a and b runs times each, alternating which goes
+// first so that neither always meets a colder or busier machine, and
+// returns each side's median.
+func alternate(runs, conc int, dur time.Duration, a, b func(ctx context.Context, worker, i int) error) (load.Result, load.Result) {
+	var as, bs []load.Result
+	for i := range runs {
+		if i%2 == 0 {
+			as = append(as, measure(conc, dur, a))
+			bs = append(bs, measure(conc, dur, b))
+		} else {
+			bs = append(bs, measure(conc, dur, b))
+			as = append(as, measure(conc, dur, a))
+		}
+	}
+	return median(as), median(bs)
+}
+
 func median(xs []load.Result) load.Result {
 	slices.SortFunc(xs, func(a, b load.Result) int { return cmp.Compare(a.Rate, b.Rate) })
 	return xs[len(xs)/2]
@@ -189,17 +206,7 @@ func quotaCase(c redis.UniversalClient, l *ratelimit.Limiter, ids []string, conc
 		_, err := l.Allow(ctx, "quota", ids[(w*7919+i)%nkeys], 1)
 		return err
 	}
-	var rawS, limS []load.Result
-	for i := range runs {
-		if i%2 == 0 {
-			rawS = append(rawS, measure(conc, dur, raw))
-			limS = append(limS, measure(conc, dur, lim))
-		} else {
-			limS = append(limS, measure(conc, dur, lim))
-			rawS = append(rawS, measure(conc, dur, raw))
-		}
-	}
-	r, m := median(rawS), median(limS)
+	r, m := alternate(runs, conc, dur, raw, lim)
 	fmt.Printf("## Two sliding windows and a daily calendar quota (100/1s, 6000/1m, 1000000/1d@calendar; concurrency %d, %d identities, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
 	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
 	fmt.Println("|---|---|---|---|---|")
@@ -230,17 +237,7 @@ func tallyCase(c redis.UniversalClient, policies map[string]ratelimit.Policy, l 
 		_, err := l.Allow(ctx, "quota", ids[(w*7919+i)%nkeys], 1)
 		return err
 	}
-	var withS, withoutS []load.Result
-	for i := range runs {
-		if i%2 == 0 {
-			withoutS = append(withoutS, measure(conc, dur, without))
-			withS = append(withS, measure(conc, dur, with))
-		} else {
-			withS = append(withS, measure(conc, dur, with))
-			withoutS = append(withoutS, measure(conc, dur, without))
-		}
-	}
-	a, b := median(withoutS), median(withS)
+	a, b := alternate(runs, conc, dur, without, with)
 	fmt.Printf("## The cost of per-key usage tallies (the policy above; concurrency %d, %d identities, median of %d runs of %s)\n\n", conc, nkeys, runs, dur)
 	fmt.Println("| path | decisions/s | p50 ms | p99 ms | errors |")
 	fmt.Println("|---|---|---|---|---|")
