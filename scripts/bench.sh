@@ -19,6 +19,9 @@
 #   side, the duration of each trial and the HTTP concurrency;
 #   BENCH_TILES_DUR (3s) the duration of each tile trial (six tile sets);
 #   BENCH_FEATURES_CONC (8) the concurrency of the items pages of 1,000.
+#   BENCH_CASES="ratelimit replicas" runs only those cases; the summary
+#   then takes the other cases' rows from their last full output in
+#   bench/results/<case>.txt and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +32,9 @@ tdur=${BENCH_TILES_DUR:-3s}
 cases=(ratelimit geofence tiles features replicas seed import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
   trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas seed import)
+fi
+if [ -n "${BENCH_CASES:-}" ]; then
+  read -r -a cases <<<"$BENCH_CASES"
 fi
 start=$(date +%s)
 
@@ -75,6 +81,9 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   echo
   echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $(cut -d' ' -f1-3 /proc/loadavg), $took s in all."
   echo "Medians of $trials alternating trials per side ($dur each, HTTP concurrency $conc); min-max in brackets where the case prints it."
+  if [ -n "${BENCH_CASES:-}" ]; then
+    echo "This run measured only: ${cases[*]}. Every other row comes from that case's last run, kept in bench/results/<case>.txt."
+  fi
   echo
   echo "| case | geogate | baseline (same run) | ratio | goal | met |"
   echo "|---|---|---|---|---|---|"
