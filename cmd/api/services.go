@@ -245,12 +245,14 @@ func (s *services) raiseFloor(ctx context.Context, r *pg.Replicas, log *slog.Log
 	}
 }
 
-// readFloor puts the caller's read floor in the request's context, for
-// the reads that may go to a replica.
+// readFloor lets the reads of the request that may go to a replica find
+// the caller's read floor, looked up on the first of them.
 func (s *services) readFloor(c *gin.Context) {
 	if s.floors != nil {
 		ctx := c.Request.Context()
-		c.Request = c.Request.WithContext(pg.WithMinLSN(ctx, s.floors.Of(ctx, auth.FromContext(ctx).LimitKey())))
+		c.Request = c.Request.WithContext(pg.WithMinLSNFunc(ctx, func() uint64 {
+			return s.floors.Of(ctx, auth.FromContext(ctx).LimitKey())
+		}))
 	}
 	c.Next()
 }

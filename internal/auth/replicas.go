@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync/atomic"
 
@@ -18,13 +17,13 @@ import (
 // (else the primary). So a revoked key is never read back unrevoked from
 // a replica that lags behind the revocation.
 type replicaLookup struct {
-	primary  *Store
+	primary  *pgxpool.Pool
 	replicas *pg.Replicas
 	floor    atomic.Uint64
 }
 
 func newReplicaLookup(primary *pgxpool.Pool, r *pg.Replicas) *replicaLookup {
-	l := &replicaLookup{primary: NewStore(primary), replicas: r}
+	l := &replicaLookup{primary: primary, replicas: r}
 	l.floor.Store(math.MaxUint64) // nothing heard yet: the primary
 	return l
 }
@@ -41,14 +40,10 @@ func (l *replicaLookup) changed(ctx context.Context) {
 }
 
 func (l *replicaLookup) ByHash(ctx context.Context, h [32]byte) (Key, error) {
-	pool, replica := l.replicas.Pick(pg.WithMinLSN(ctx, l.floor.Load()))
-	if replica == "" {
-		return l.primary.ByHash(ctx, h)
-	}
-	k, err := NewStore(pool).ByHash(ctx, h)
-	if err != nil && !errors.Is(err, ErrKeyNotFound) && ctx.Err() == nil && pg.IsConnectErr(err) {
-		l.replicas.Failed(replica, err)
-		return l.primary.ByHash(ctx, h)
-	}
+	var k Key
+	err := l.replicas.Read(pg.WithMinLSN(ctx, l.floor.Load()), l.primary, func(pool *pgxpool.Pool) (err error) {
+		k, err = NewStore(pool).ByHash(ctx, h)
+		return err
+	})
 	return k, err
 }

@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -162,9 +164,21 @@ func WithMinLSN(ctx context.Context, lsn uint64) context.Context {
 	return context.WithValue(ctx, minLSNKey{}, lsn)
 }
 
+// WithMinLSNFunc is WithMinLSN with the position looked up by f, once,
+// on the first read under ctx that could go to a replica: a request that
+// never reads (a cached tile) never pays for the look-up.
+func WithMinLSNFunc(ctx context.Context, f func() uint64) context.Context {
+	return context.WithValue(ctx, minLSNKey{}, sync.OnceValue(f))
+}
+
 func minLSN(ctx context.Context) uint64 {
-	v, _ := ctx.Value(minLSNKey{}).(uint64)
-	return v
+	switch v := ctx.Value(minLSNKey{}).(type) {
+	case uint64:
+		return v
+	case func() uint64:
+		return v()
+	}
+	return 0
 }
 
 // Pick returns the pool a read under ctx goes to: a healthy replica past
@@ -185,6 +199,28 @@ func (r *Replicas) Pick(ctx context.Context) (pool *pgxpool.Pool, replica string
 	}
 	r.nodes[start%uint64(len(r.nodes))].away.Inc()
 	return r.primary, ""
+}
+
+// Read runs fn on the pool Pick chooses for ctx, or on primary when r is
+// nil or no replica qualifies. When the replica proves unreachable before
+// fn's statement reached it (no connection, or nothing sent), it is
+// marked so and fn runs again on primary; a replica lost while it runs
+// the statement fails the read, as the primary would. fn must start
+// afresh each time it is called.
+func (r *Replicas) Read(ctx context.Context, primary *pgxpool.Pool, fn func(*pgxpool.Pool) error) error {
+	pool, replica := r.Pick(ctx)
+	if replica == "" {
+		return fn(primary)
+	}
+	err := fn(pool)
+	if err != nil && ctx.Err() == nil && IsConnectErr(err) {
+		r.Failed(replica, err)
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
+			return fn(primary)
+		}
+	}
+	return err
 }
 
 func (r *Replicas) primaryOrNil() *pgxpool.Pool {

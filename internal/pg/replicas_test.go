@@ -81,3 +81,27 @@ func TestPickHonoursTheFloor(t *testing.T) {
 		t.Errorf("Pick after b:2 failed = %q, want the primary", got)
 	}
 }
+
+// TestLazyFloor: a floor given as a func is looked up on the first pick
+// only, and not at all by a request that never reads.
+func TestLazyFloor(t *testing.T) {
+	r := NewReplicas(nil, []*pgxpool.Pool{nil}, []string{"a:1"}, ReplicaOptions{MaxLag: time.Second})
+	r.nodes[0].state.Store(&NodeState{Name: "a:1", Healthy: true, Replay: 500})
+	calls := 0
+	floor := func(lsn uint64) context.Context {
+		return WithMinLSNFunc(context.Background(), func() uint64 { calls++; return lsn })
+	}
+	_ = floor(900)
+	if calls != 0 {
+		t.Fatalf("the floor was looked up %d times without a read", calls)
+	}
+	ctx := floor(900)
+	for range 3 {
+		if _, got := r.Pick(ctx); got != "" {
+			t.Errorf("Pick under a floor past the replica = %q, want the primary", got)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the floor was looked up %d times for three picks, want 1", calls)
+	}
+}

@@ -64,23 +64,19 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 // replica lost while it runs the read fails that read, as the primary
 // would.
 func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
-	pool, replica := r.Replicas.Pick(ctx)
-	if replica == "" {
+	if r.Replicas == nil {
 		return r.Do(ctx, fn)
 	}
 	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
 	defer cancel()
-	conn, err := r.acquireFrom(qctx, pool)
-	if err == nil {
-		err = fn(qctx, conn)
-		conn.Release()
-	}
-	if err != nil && ctx.Err() == nil && IsConnectErr(err) {
-		r.Replicas.Failed(replica, err)
-		if conn == nil || pgconn.SafeToRetry(err) {
-			return r.Do(ctx, fn)
+	err := r.Replicas.Read(qctx, r.Pool, func(pool *pgxpool.Pool) error {
+		conn, err := r.acquireFrom(qctx, pool)
+		if err != nil {
+			return err
 		}
-	}
+		defer conn.Release()
+		return fn(qctx, conn)
+	})
 	if err != nil {
 		return r.classify(ctx, qctx, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -135,17 +134,11 @@ type Rendered struct {
 // pg.Replicas.Pick), and on the primary when the replica proves
 // unreachable before the statement reached it.
 func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (Rendered, error) {
-	pool, replica := r.db, ""
-	if p, name := r.replicas.Pick(ctx); name != "" {
-		pool, replica = p, name
-	}
-	out, err := r.renderOn(ctx, pool, l, t, scope)
-	if err != nil && replica != "" && ctx.Err() == nil && pg.IsConnectErr(err) {
-		r.replicas.Failed(replica, err)
-		if pgconn.SafeToRetry(err) {
-			return r.renderOn(ctx, r.db, l, t, scope)
-		}
-	}
+	var out Rendered
+	err := r.replicas.Read(ctx, r.db, func(pool *pgxpool.Pool) (err error) {
+		out, err = r.renderOn(ctx, pool, l, t, scope)
+		return err
+	})
 	return out, err
 }
 
