@@ -197,7 +197,7 @@ func (s *services) readable(ctx context.Context, id string) bool {
 // at the route's cost times the layer's.
 func (s *services) layerLimit(policy, def string, cost func(*gin.Context) int) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		layer := c.Query("layer")
+		layer := httpx.Query(c).Get("layer")
 		switch {
 		case def == fromPath:
 			layer = c.Param("collectionId")

@@ -26,7 +26,7 @@ func (s *Service) Landing(html gin.HandlerFunc) gin.HandlerFunc {
 			html(c)
 			return
 		}
-		if err := checkFormat(c.Request.URL.Query()); err != nil && c.Query("f") != "html" {
+		if err := checkFormat(httpx.Query(c)); err != nil && httpx.Query(c).Get("f") != "html" {
 			httpx.Abort(c, err)
 			return
 		}
@@ -48,7 +48,7 @@ func wantsHTML(r *http.Request) bool {
 
 // Conformance serves /conformance.
 func (s *Service) Conformance(c *gin.Context) {
-	if err := checkFormat(c.Request.URL.Query()); err != nil {
+	if err := checkFormat(httpx.Query(c)); err != nil {
 		httpx.Abort(c, err)
 		return
 	}
@@ -59,7 +59,7 @@ func (s *Service) Conformance(c *gin.Context) {
 
 // Collections serves /collections: every layer the caller may read.
 func (s *Service) Collections(c *gin.Context) {
-	if err := checkFormat(c.Request.URL.Query()); err != nil {
+	if err := checkFormat(httpx.Query(c)); err != nil {
 		httpx.Abort(c, err)
 		return
 	}
@@ -74,7 +74,7 @@ func (s *Service) Collections(c *gin.Context) {
 func (s *Service) Collection(c *gin.Context) {
 	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
 	if err == nil {
-		err = checkFormat(c.Request.URL.Query())
+		err = checkFormat(httpx.Query(c))
 	}
 	if err != nil {
 		httpx.Abort(c, err)
@@ -125,7 +125,7 @@ func writeJSON(c *gin.Context, typ string, v any) {
 // Items serves /collections/{collectionId}/items as a GeoJSON
 // FeatureCollection with OGC API's counts and links.
 func (s *Service) Items(c *gin.Context) {
-	v := c.Request.URL.Query()
+	v := httpx.Query(c)
 	id := c.Param("collectionId")
 	p, err := s.items(c.Request.Context(), id, v)
 	if err != nil {
@@ -199,7 +199,7 @@ func writeFeature(b *bytes.Buffer, f Feature) {
 // of its content so that clients can revalidate it.
 func (s *Service) Item(c *gin.Context) {
 	id, fid := c.Param("collectionId"), c.Param("featureId")
-	f, crs, err := s.item(c.Request.Context(), id, fid, c.Request.URL.Query())
+	f, crs, err := s.item(c.Request.Context(), id, fid, httpx.Query(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -228,7 +228,7 @@ func (s *Service) Item(c *gin.Context) {
 // one per 100 features it may return (its limit), so that a bulk download
 // pays for what it takes.
 func (s *Service) PageCost(c *gin.Context) int {
-	n, err := parseLimit(c.Query("limit"), s.s.DefaultLimit, s.s.MaxLimit)
+	n, err := parseLimit(httpx.Query(c).Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
 	if err != nil {
 		return 1 // the handler refuses it
 	}

@@ -49,7 +49,7 @@ var (
 // a 422).
 func (h *Handler) WithinCost(c *gin.Context) int {
 	errs := &apperr.ValidationError{}
-	if m, ok := radius(c.Request.URL.Query(), h.rules, errs); ok {
+	if m, ok := radius(httpx.Query(c), h.rules, errs); ok {
 		return RadiusCost(m)
 	}
 	return 1
@@ -60,7 +60,7 @@ const geoJSON = "application/geo+json"
 // Within serves GET /within: the features of a layer within a radius of a
 // point, nearest first, paged by cursor.
 func (h *Handler) Within(c *gin.Context) {
-	q, err := parseWithin(c.Request.URL.Query(), h.rules)
+	q, err := parseWithin(httpx.Query(c), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -120,7 +120,7 @@ func nextLink(u *url.URL, cursor string) string {
 // List serves GET /geofences: a page of fences by id, optionally only
 // those meeting a bbox.
 func (h *Handler) List(c *gin.Context) {
-	q, err := parseList(c.Request.URL.Query(), h.rules)
+	q, err := parseList(httpx.Query(c), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -258,7 +258,7 @@ func readBody(c *gin.Context, limit int) ([]byte, error) {
 // Contains serves GET /geofences/contains: the fences, or the features of
 // a polygon layer, holding a point.
 func (h *Handler) Contains(c *gin.Context) {
-	p, layer, err := parseContains(c.Request.URL.Query())
+	p, layer, err := parseContains(httpx.Query(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -293,7 +293,7 @@ func (h *Handler) Contains(c *gin.Context) {
 // batch, the ids of the fences, or of the features of a polygon layer,
 // holding it.
 func (h *Handler) ContainsBatch(c *gin.Context) {
-	layer, err := parseLayer(c.Request.URL.Query())
+	layer, err := parseLayer(httpx.Query(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
