@@ -11,6 +11,14 @@
 //   - the same /within through the geofence routes alone, served in this
 //     process on a loopback port, to tell the handler's cost from the
 //     rest of the API's (authentication, the limiter's Redis round trip);
+//   - the same /within through a lean server in a process of its own (this
+//     binary again, as "lean"): a bare Gin engine, one limiter decision
+//     and the geofence handler, without the middleware chain or
+//     authentication, and the handler alone on it; and the loopback HTTP
+//     floor, a plain net/http handler in that process. The API process's
+//     CPU per request is set against 1.5 x (the pgx side's + the floor's),
+//     each measured in this run, and the lean sides tell where the rest
+//     goes;
 //   - /within on the cities in Web Mercator (a projected layer) through the
 //     API next to its SQL, and on places through its geometry index next
 //     to the former query through a geography index;
@@ -70,7 +78,15 @@ func main() {
 	batchConc := flag.Int("batch-c", 4, "concurrency of the containment runs")
 	runs := flag.Int("runs", 1, "runs of each case, alternating the sides; medians are printed")
 	apiPool := flag.Int("api-pool", 8, "DB_MAX_CONNS of the API: a pool sized for the machine's cores (the direct SQL side keeps one connection per client)")
+	lean := flag.String("serve-lean", "", "serve the lean /within on this address instead of measuring (the bench starts itself so)")
 	flag.Parse()
+	if *lean != "" {
+		if err := serveLean(*lean, *dbURL, *redisURL); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/geofence lean:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	b := &bench{dur: *dur, runs: max(*runs, 1)}
 	b.apiPool = *apiPool
 	if err := b.run(*dbURL, *dbName, *redisURL, *apiBin, ints(*concs), ints(*radii), *batchConc); err != nil {
@@ -103,14 +119,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	}
 	defer pool.Close()
 	// CPU groups: "pg:api" serves `api serve`, "pg:bench" this process.
-	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate": "pg:api", "geogate-bench-geofence": "pg:bench"})
-	b.settings = geofence.Settings{
-		Timeouts: geofence.Timeouts{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
-		Rules: geofence.Rules{
-			Limits:      openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
-			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
-		},
-	}
+	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate": "pg:api", "geogate-bench-geofence": "pg:bench", "geogate-bench-lean": "pg:lean"})
+	b.settings = benchSettings()
 	// A bench database made by an older geogate lacks the functions of
 	// later migrations (the subdivided copies').
 	if err := pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
@@ -142,9 +152,14 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		return err
 	}
 	defer stop()
+	leanBase, stopLean, err := startLean(dbURL, redisURL)
+	if err != nil {
+		return err
+	}
+	defer stopLean()
 	// Every server process behind the pools loads PostGIS on its first
 	// query: pay that before any side is measured.
-	for _, op := range []load.Op{b.withinSQL(pool, 1000), b.withinAPI(b.base, 1000, maxC), b.withinAPI(inproc, 1000, maxC)} {
+	for _, op := range []load.Op{b.withinSQL(pool, 1000), b.withinAPI(b.base, 1000, maxC), b.withinAPI(inproc, 1000, maxC), b.withinAPI(leanBase, 1000, maxC)} {
 		load.Run(maxC, 2*time.Second, op)
 	}
 
@@ -153,15 +168,20 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s | %11s %8s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio", "handler r/s", "p99 ms")
 	for _, r := range radii {
 		for _, c := range concs {
-			res := load.Medians(b.runs, c, b.dur, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c))
-			sqlRes, apiRes, hRes := res[0], res[1], res[2]
+			res := load.Medians(b.runs, c, b.dur, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c), b.withinAPI(leanBase, float64(r), c), b.floor(leanBase, c), b.withinAPI(leanBase+"/nolimit", float64(r), c))
+			sqlRes, apiRes, hRes, leanRes, floorRes, nolimRes := res[0], res[1], res[2], res[3], res[4], res[5]
 			fmt.Printf("range %d %d api %.0f-%.0f sql %.0f-%.0f handler %.0f-%.0f\n", r, c,
 				apiRes.Lo, apiRes.Hi, sqlRes.Lo, sqlRes.Hi, hRes.Lo, hRes.Hi)
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
 				fmt.Sprintf("%d m", r), c, apiRes.Rate, apiRes.P50, apiRes.P99, sqlRes.Rate, sqlRes.P50, sqlRes.P99,
 				100*apiRes.Rate/sqlRes.Rate, hRes.Rate, hRes.P99, errNote(apiRes)+errNote(sqlRes)+errNote(hRes))
-			fmt.Printf("cpu %d %d us/request: SQL: %s; API: %s; handler: %s\n", r, c,
-				sqlRes.CPUNote("pg:bench", "bench"), apiRes.CPUNote("pg:api", "api", "redis-server", "bench"), hRes.CPUNote("pg:bench", "bench"))
+			fmt.Printf("cpu %d %d us/request: SQL: %s; API: %s; handler: %s; lean: %s\n", r, c,
+				sqlRes.CPUNote("pg:bench", "bench"), apiRes.CPUNote("pg:api", "api", "redis-server", "bench"), hRes.CPUNote("pg:bench", "bench"),
+				leanRes.CPUNote("pg:lean", "lean", "redis-server", "bench"))
+			us := func(r load.Result, g string) int64 { return r.CPU[g].Microseconds() }
+			goal := 1.5 * float64(us(sqlRes, "bench")+us(floorRes, "lean"))
+			fmt.Printf("apicpu %d %d api %d pgx %d floor %d lean %d nolimit %d goal %.0f floorrate %.0f\n", r, c,
+				us(apiRes, "api"), us(sqlRes, "bench"), us(floorRes, "lean"), us(leanRes, "lean"), us(nolimRes, "lean"), goal, floorRes.Rate)
 		}
 	}
 
@@ -303,6 +323,15 @@ func (b *bench) layerAPI(base, layer string, r float64, c int) load.Op {
 	}
 }
 
+// floor is a GET of the lean process's plain net/http handler.
+func (b *bench) floor(base string, c int) load.Op {
+	client, err := load.NewClient(base, c)
+	if err != nil {
+		panic(err)
+	}
+	return func(w, _ int) error { return ok(client.Get(w, "/floor", nil)) }
+}
+
 func ok(status int, err error) error {
 	if err == nil && status != 200 {
 		err = fmt.Errorf("status %d", status)
@@ -418,6 +447,17 @@ func (b *bench) startAPI(bin, dbURL, redisURL string) (func(), error) {
 	}
 	b.base = base
 	return stop, nil
+}
+
+// benchSettings are the geofence settings of the in-process sides.
+func benchSettings() geofence.Settings {
+	return geofence.Settings{
+		Timeouts: geofence.Timeouts{QueryTimeout: 2 * time.Second, AcquireTimeout: time.Second},
+		Rules: geofence.Rules{
+			Limits:      openapi.Limits{MaxRadius: 100_000, DefaultLimit: 100, MaxLimit: 1000, MaxBatchPoints: 1000},
+			MaxVertices: 100_000, MaxBodyBytes: 5 << 20,
+		},
+	}
 }
 
 func ints(s string) []int {

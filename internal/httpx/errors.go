@@ -103,16 +103,33 @@ func AbortStatus(c *gin.Context, status int, msg string) {
 // AddLogAttrs adds attributes to the request-scoped logger, so that the
 // access log and every later log line of the request carry them.
 func AddLogAttrs(c *gin.Context, args ...any) {
-	c.Set(loggerKey, Logger(c).With(args...))
+	if v, ok := c.Get(loggerKey); ok {
+		if r, ok := v.(*requestLogger); ok {
+			c.Set(loggerKey, r.with(args))
+			return
+		}
+	}
+	c.Set(loggerKey, &requestLogger{base: slog.Default(), attrs: args})
 }
 
 // Logger returns the request-scoped logger set by the middleware, or the
 // default logger outside a request.
 func Logger(c *gin.Context) *slog.Logger {
 	if l, ok := c.Get(loggerKey); ok {
-		if lg, ok := l.(*slog.Logger); ok {
-			return lg
+		if r, ok := l.(*requestLogger); ok {
+			return r.logger()
 		}
 	}
 	return slog.Default()
+}
+
+// LogEnabled reports whether Logger(c) writes at level, without making a
+// request's logger to ask.
+func LogEnabled(c *gin.Context, level slog.Level) bool {
+	if l, ok := c.Get(loggerKey); ok {
+		if r, ok := l.(*requestLogger); ok {
+			return r.enabled(c, level)
+		}
+	}
+	return slog.Default().Enabled(c.Request.Context(), level)
 }

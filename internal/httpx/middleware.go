@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -28,10 +31,50 @@ func RequestID(base *slog.Logger) gin.HandlerFunc {
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
-		c.Header(RequestIDHeader, id)
-		c.Set(loggerKey, base.With("request_id", id))
+		c.Writer.Header()[canonicalRequestID] = []string{id}
+		// The logger carrying the id is built on the first line logged:
+		// most requests log none (LOG_LEVEL above info), and slog's With
+		// formats the attribute at once.
+		c.Set(loggerKey, &requestLogger{base: base, id: id})
 		c.Next()
 	}
+}
+
+// canonicalRequestID is RequestIDHeader as net/http keys it.
+var canonicalRequestID = http.CanonicalHeaderKey(RequestIDHeader)
+
+// requestLogger is a request's logger, made when first asked for.
+type requestLogger struct {
+	base  *slog.Logger
+	id    string
+	attrs []any                       // added by AddLogAttrs, after the id
+	l     atomic.Pointer[slog.Logger] // a handler's goroutines may log too
+}
+
+func (r *requestLogger) logger() *slog.Logger {
+	if l := r.l.Load(); l != nil {
+		return l
+	}
+	l := r.base
+	if r.id != "" {
+		l = l.With("request_id", r.id)
+	}
+	if len(r.attrs) > 0 {
+		l = l.With(r.attrs...)
+	}
+	r.l.CompareAndSwap(nil, l)
+	return r.l.Load()
+}
+
+// with is r with more attributes, still made when first asked for.
+func (r *requestLogger) with(args []any) *requestLogger {
+	return &requestLogger{base: r.base, id: r.id, attrs: append(slices.Clip(r.attrs), args...)}
+}
+
+// enabled reports whether the request's logger writes at level, without
+// making it.
+func (r *requestLogger) enabled(c *gin.Context, level slog.Level) bool {
+	return r.base.Enabled(c.Request.Context(), level)
 }
 
 // validRequestID accepts short printable ASCII ids, so a client cannot put
@@ -59,11 +102,10 @@ func AccessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		l := Logger(c)
-		if !l.Enabled(c.Request.Context(), slog.LevelInfo) {
+		if !LogEnabled(c, slog.LevelInfo) {
 			return // LOG_LEVEL above info: do not even build the line
 		}
-		l.Info("request",
+		Logger(c).Info("request",
 			"method", c.Request.Method,
 			"route", routeOf(c),
 			"path", c.Request.URL.Path,
@@ -99,6 +141,31 @@ func Recover() gin.HandlerFunc {
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// series holds the counter and histogram of each label set met so far:
+	// finding them in the vectors hashes the labels on every request.
+	series sync.Map // seriesKey -> *series
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// of returns the series of k, made on first use. Routes and methods come
+// from the router's fixed set (unmatched paths are "unmatched", methods
+// outside it are refused before), so the map stays small.
+func (m *Metrics) of(k seriesKey) *series {
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
+	}
+	labels := prometheus.Labels{"route": k.route, "method": k.method, "status": strconv.Itoa(k.status)}
+	s, _ := m.series.LoadOrStore(k, &series{requests: m.requests.With(labels), latency: m.latency.With(labels)})
+	return s.(*series)
 }
 
 // NewMetrics registers the HTTP metrics with reg.
@@ -123,13 +190,9 @@ func (m *Metrics) Middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		labels := prometheus.Labels{
-			"route":  routeOf(c),
-			"method": c.Request.Method,
-			"status": strconv.Itoa(c.Writer.Status()),
-		}
-		m.requests.With(labels).Inc()
-		m.latency.With(labels).Observe(time.Since(start).Seconds())
+		s := m.of(seriesKey{route: routeOf(c), method: c.Request.Method, status: c.Writer.Status()})
+		s.requests.Inc()
+		s.latency.Observe(time.Since(start).Seconds())
 	}
 }
 

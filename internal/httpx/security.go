@@ -16,13 +16,25 @@ const APIContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
 func SecurityHeaders() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.Writer.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cross-Origin-Resource-Policy", "same-site")
-		h.Set("Content-Security-Policy", APIContentSecurityPolicy)
+		for _, f := range securityFields {
+			h[f.key] = f.value
+		}
 		c.Next()
 	}
+}
+
+// securityFields are SecurityHeaders' fields, keyed as net/http keys
+// them. Every response shares the value slices: Header.Set and Add put a
+// new slice in place, so none is ever written to.
+var securityFields = []struct {
+	key   string
+	value []string
+}{
+	{"X-Content-Type-Options", []string{"nosniff"}},
+	{"X-Frame-Options", []string{"DENY"}},
+	{"Referrer-Policy", []string{"no-referrer"}},
+	{"Cross-Origin-Resource-Policy", []string{"same-site"}},
+	{"Content-Security-Policy", []string{APIContentSecurityPolicy}},
 }
 
 // CORS allows cross-origin requests from the listed origins only; with no

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/ratelimit"
+)
+
+// floorBody is what the floor handler answers: about the size of a 1 km
+// /within answer.
+var floorBody = []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","id":1,"geometry":{"type":"Point","coordinates":[13.40338,52.49973]},"properties":{"name":"Kreuzberg","distance_m":231.4952593}}]}` + "\n")
+
+// serveLean serves /within as a separate process with only the work the
+// request needs: one limiter decision (the same script, pipelined as the
+// API's) and the geofence handler on a bare Gin engine, without the
+// middleware chain or authentication. Its CPU per request, next to the
+// API's, tells what the rest of the request path costs.
+func serveLean(addr, dbURL, redisURL string) error {
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 8, MinConns: 8, AppName: "geogate-bench-lean", Schema: pg.DefaultSchema, GenericPlans: true})
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.Open(ctx, pool, catalog.Settings{Schemas: []string{"public"}, Own: pg.DefaultSchema}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	o, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(o)
+	lim, err := ratelimit.New(rdb, map[string]ratelimit.Policy{
+		"geofence": ratelimit.NewPolicy("geofence", ratelimit.Window{Limit: 100000, Period: time.Second}),
+	}, ratelimit.Options{Pipeline: 16})
+	if err != nil {
+		return err
+	}
+	svc := geofence.New(pool, cat, benchSettings(), nil)
+	h := geofence.NewHandler(svc, benchSettings(), nil)
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/within", func(c *gin.Context) {
+		d, err := lim.Check(c.Request.Context(), ratelimit.Request{Policy: "geofence", Identity: "ip:" + c.Request.RemoteAddr, Cost: 1})
+		if err != nil || !d.Allowed {
+			c.AbortWithStatus(http.StatusTooManyRequests)
+			return
+		}
+		h.Within(c)
+	})
+	// The same handler without the limiter: what the decision costs.
+	r.GET("/nolimit/within", h.Within)
+	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	// The loopback HTTP floor: plain net/http answering a fixed body, in
+	// this separate process, so that its CPU is a server's alone.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /floor", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["Content-Type"] = []string{"application/geo+json"}
+		_, _ = w.Write(floorBody)
+	})
+	mux.Handle("/", r)
+	// LEAN_PPROF=addr serves its Go profiles, to see where its time goes.
+	if a := os.Getenv("LEAN_PPROF"); a != "" {
+		go func() { _ = http.ListenAndServe(a, http.DefaultServeMux) }()
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return http.Serve(ln, mux)
+}
+
+// startLean runs this binary as the lean server on a free loopback port,
+// under the process name "lean", and waits until it answers.
+func startLean(dbURL, redisURL string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	// A copy named "lean" so that its CPU is told from this process's.
+	dir, err := os.MkdirTemp("", "geogate-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := dir + "/lean"
+	if b, err := os.ReadFile(self); err != nil {
+		return "", nil, err
+	} else if err := os.WriteFile(bin, b, 0o755); err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "-serve-lean", addr, "-db", dbURL, "-redis", redisURL)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
+	base := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			return base, stop, nil
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("the lean server did not answer on %s", addr)
+}
