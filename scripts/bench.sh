@@ -117,7 +117,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
       }
       $1 == "cpu" { r = $2; c = $3; sub(/^cpu [0-9]+ [0-9]+ us\/request: /, ""); printf "| CPU per `/within` request, %s km, concurrency %s (microseconds, by process) | %s | | | | |\n", r/1000, c, $0 }
       $1 == "apicpu" {
-        printf "| API process CPU per `/within`, %s km, concurrency %s | %d us | bare pgx %d us + loopback HTTP floor %d us (plain net/http in a process of its own, %.0f req/s); the lean path (bare Gin, the limiter, the handler) %d us, without the limiter %d us | %.1fx | at most 1.5x (%d us) | %s |\n", $2/1000, $3, $5, $7, $9, $17, $11, $13, $5/($7+$9), $15, ($5 <= $15) ? "yes" : "no"
+        printf "| API process CPU per `/within`, %s km, concurrency %s | %d us | bare pgx %d us + loopback HTTP floor %d us (plain net/http in a process of its own, %.0f req/s); the lean path (bare Gin, the limiter, the handler) %d us, without the limiter %d us, the same statement through plain net/http and pgx %d us | %.1fx | at most 1.5x (%d us) | %s |\n", $2/1000, $3, $5, $7, $9, $17, $11, $13, $19, $5/($7+$9), $15, ($5 <= $15) ? "yes" : "no"
       }
       $1 == "mercator" {
         printf "| `/within` %s km on a Web Mercator layer (the cities in EPSG:3857) | %.0f req/s, p99 %.2f ms | the same SQL through pgx: %.0f q/s, p99 %.2f ms | %.0f%% | 80%% of the rate | %s |\n", $2/1000, $5, $8, $12, $15, 100*$5/$12, ($5 >= 0.8*$12) ? "yes" : "no"

@@ -14,8 +14,10 @@
 //   - the same /within through a lean server in a process of its own (this
 //     binary again, as "lean"): a bare Gin engine, one limiter decision
 //     and the geofence handler, without the middleware chain or
-//     authentication, and the handler alone on it; and the loopback HTTP
-//     floor, a plain net/http handler in that process. The API process's
+//     authentication, and the handler alone on it; the same statement
+//     through plain net/http and pgx with no code of geogate's ("raw");
+//     and the loopback HTTP floor, a plain net/http handler in that
+//     process. The API process's
 //     CPU per request is set against 1.5 x (the pgx side's + the floor's),
 //     each measured in this run, and the lean sides tell where the rest
 //     goes;
@@ -168,8 +170,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	fmt.Printf("%-8s %4s | %10s %8s %8s | %10s %8s %8s | %6s | %11s %8s\n", "radius", "conc", "API req/s", "p50 ms", "p99 ms", "SQL q/s", "p50 ms", "p99 ms", "ratio", "handler r/s", "p99 ms")
 	for _, r := range radii {
 		for _, c := range concs {
-			res := load.Medians(b.runs, c, b.dur, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c), b.withinAPI(leanBase, float64(r), c), b.floor(leanBase, c), b.withinAPI(leanBase+"/nolimit", float64(r), c))
-			sqlRes, apiRes, hRes, leanRes, floorRes, nolimRes := res[0], res[1], res[2], res[3], res[4], res[5]
+			res := load.Medians(b.runs, c, b.dur, b.withinSQL(pool, float64(r)), b.withinAPI(b.base, float64(r), c), b.withinAPI(inproc, float64(r), c), b.withinAPI(leanBase, float64(r), c), b.floor(leanBase, c), b.withinAPI(leanBase+"/nolimit", float64(r), c), b.withinAPI(leanBase+"/raw", float64(r), c))
+			sqlRes, apiRes, hRes, leanRes, floorRes, nolimRes, rawRes := res[0], res[1], res[2], res[3], res[4], res[5], res[6]
 			fmt.Printf("range %d %d api %.0f-%.0f sql %.0f-%.0f handler %.0f-%.0f\n", r, c,
 				apiRes.Lo, apiRes.Hi, sqlRes.Lo, sqlRes.Hi, hRes.Lo, hRes.Hi)
 			fmt.Printf("%-8s %4d | %10.0f %8.2f %8.2f | %10.0f %8.2f %8.2f | %5.0f%% | %11.0f %8.2f%s\n",
@@ -180,8 +182,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 				leanRes.CPUNote("pg:lean", "lean", "redis-server", "bench"))
 			us := func(r load.Result, g string) int64 { return r.CPU[g].Microseconds() }
 			goal := 1.5 * float64(us(sqlRes, "bench")+us(floorRes, "lean"))
-			fmt.Printf("apicpu %d %d api %d pgx %d floor %d lean %d nolimit %d goal %.0f floorrate %.0f\n", r, c,
-				us(apiRes, "api"), us(sqlRes, "bench"), us(floorRes, "lean"), us(leanRes, "lean"), us(nolimRes, "lean"), goal, floorRes.Rate)
+			fmt.Printf("apicpu %d %d api %d pgx %d floor %d lean %d nolimit %d goal %.0f floorrate %.0f raw %d\n", r, c,
+				us(apiRes, "api"), us(sqlRes, "bench"), us(floorRes, "lean"), us(leanRes, "lean"), us(nolimRes, "lean"), goal, floorRes.Rate, us(rawRes, "lean"))
 		}
 	}
 
