@@ -254,6 +254,7 @@ pg_stop() {
 # streaming from the primary on its own port, for the tests of reads from
 # replicas. It serves every database of the primary, as they are created.
 repldata="${pgdata%/pg}/pg-replica"
+replslot="geogate_${profile}_replica"
 
 replica_pid() {
   local pid
@@ -262,14 +263,30 @@ replica_pid() {
   echo "$pid"
 }
 
+# drop_slot drops the slot of an earlier replica of this profile, which
+# would otherwise hold WAL on the primary for a replica that is gone.
+drop_slot() {
+  as_pg "$pgbin/psql" -h "$pgdata" -p "$pgport" -U geogate -d postgres -qAt >/dev/null -c \
+    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '$replslot' AND NOT active"
+}
+
 replica_start() {
-  [ -n "$replwant" ] || return 0
+  if [ -z "$replwant" ]; then replica_pid >/dev/null || drop_slot; return 0; fi
   if replica_pid >/dev/null; then replport=$(sed -n 4p "$repldata/postmaster.pid"); return 0; fi
   rm -rf "$repldata"
   (umask 022; mkdir -p "$repldata")
   if [ "$(id -u)" -eq 0 ]; then chown postgres: "$repldata"; fi
   chmod 700 "$repldata"
-  as_pg "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$pgport" -U geogate -D "$repldata" -R -X stream -c fast \
+  # A physical replication slot makes the primary keep every WAL segment
+  # the replica has not received yet. Without it, a burst of writes (each
+  # test database is a copy of a PostGIS template, all in the WAL) could
+  # recycle a segment the replica still needed, and the replica would
+  # never catch up again. max_slot_wal_keep_size bounds what a stopped
+  # replica makes the primary keep.
+  drop_slot
+  as_pg "$pgbin/psql" -h "$pgdata" -p "$pgport" -U geogate -d postgres -qAt >/dev/null \
+    -c "ALTER SYSTEM SET max_slot_wal_keep_size = '4GB'" -c "SELECT pg_reload_conf()"
+  as_pg "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$pgport" -U geogate -D "$repldata" -R -X stream -c fast -C -S "$replslot" \
     2> >(grep -v 'skipping special file' >&2) >/dev/null
   # The copied configuration names the primary's socket folder.
   printf "unix_socket_directories = '%s'\nhot_standby = on\n" "$repldata" >>"$repldata/postgresql.conf"
@@ -372,6 +389,7 @@ case "$cmd" in
       if [ -n "$keep" ]; then mkdir -p "$datadir"; echo "$keep" >"$portsfile"; fi
       pgdata=$(pg_dir)
       repldata="${pgdata%/pg}/pg-replica"
+replslot="geogate_${profile}_replica"
     fi
     pg_start
     replica_start

@@ -7,6 +7,8 @@
 #   (b) a second checkout asking for the same ports gets ports of its own,
 #       and its stop leaves the first checkout's servers running;
 #   (c) stop stops only ours, even when our pid files name other processes;
+#   (d) the replica streams through a slot: one that stops receiving
+#       during a burst of WAL and a checkpoint still catches up;
 # and once the requested ports are free, start takes them again.
 # Both checkouts are copies of services.sh in a temporary folder, using the
 # test profile on ports far below the real profiles' (31433 and 31380, or
@@ -107,6 +109,27 @@ again=$(svc a start test)
 a_pg_pid=$(head -n1 "$tmp/a/.data/test/pg/postmaster.pid")
 a_redis_pid=$(cat "$tmp/a/.data/test/redis/redis.pid")
 ok "a later start agrees on the ports"
+
+# (d) a replica that stops receiving while the primary writes more WAL
+# than it keeps for itself and checkpoints still catches up: its slot
+# holds the WAL it has not received.
+a_repl=$(sed -n 's/^DATABASE_REPLICA_URL=.*127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' <<<"$a_env")
+q() { /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p "$1" -U geogate -d geogate -qtAc "$2"; }
+receiver=$(q "$a_repl" "SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'")
+[ -n "$receiver" ] || fail "a's replica is not streaming"
+kill -STOP "$receiver"
+q "$a_pg" "CREATE TABLE wal_burst AS SELECT g, repeat('x', 600) AS pad FROM generate_series(1, 200000) g" >/dev/null
+q "$a_pg" "CHECKPOINT" >/dev/null
+slot=$(q "$a_pg" "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'geogate_test_replica'")
+head_lsn=$(q "$a_pg" "SELECT pg_current_wal_lsn()")
+kill -CONT "$receiver"
+[ "$slot" = reserved ] || [ "$slot" = extended ] || fail "a's replica slot does not hold its WAL: '$slot'"
+for _ in $(seq 1 600); do
+  [ "$(q "$a_repl" "SELECT pg_last_wal_replay_lsn() >= '$head_lsn'")" = t ] && break
+  sleep 0.1
+done
+[ "$(q "$a_repl" "SELECT count(*) FROM wal_burst")" = 200000 ] || fail "a's replica did not catch up past $head_lsn"
+ok "a replica that stopped receiving during a burst of WAL and a checkpoint caught up"
 
 # (b) checkout b asks for the same ports.
 b_env=$(svc b start test)
