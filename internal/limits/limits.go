@@ -135,31 +135,27 @@ func (s *Source) Version() string {
 
 // apply composes base with the overrides and hands them to the limiter.
 func (s *Source) apply(base map[string]ratelimit.Policy) error {
-	ps, skipped := compose(base, s.overrides)
+	ps, applied, skipped := compose(base, s.overrides)
 	for _, err := range skipped {
 		s.log.Warn("rate-limit override not applied", "err", err.Error())
 	}
 	if err := s.set.SetPolicies(ps); err != nil {
 		return err
 	}
-	tiers, keys := 0, 0
-	for _, o := range s.overrides {
-		if o.Tier != "" {
-			tiers++
-		} else {
-			keys++
-		}
-	}
-	s.m.overrides.WithLabelValues("tier").Set(float64(tiers))
-	s.m.overrides.WithLabelValues("key").Set(float64(keys))
+	s.m.overrides.WithLabelValues("tier").Set(float64(applied.tiers))
+	s.m.overrides.WithLabelValues("key").Set(float64(applied.keys))
 	s.m.invalid.Set(float64(len(skipped)))
 	return nil
 }
 
+// applied counts the overrides in force, by kind.
+type applied struct{ tiers, keys int }
+
 // compose puts overrides on top of base, each checked on its own: one
 // that names an unknown policy or windows the policy cannot run with is
 // left out, and reported.
-func compose(base map[string]ratelimit.Policy, overrides []Override) (map[string]ratelimit.Policy, []error) {
+func compose(base map[string]ratelimit.Policy, overrides []Override) (map[string]ratelimit.Policy, applied, []error) {
+	var n applied
 	out := make(map[string]ratelimit.Policy, len(base))
 	for name, p := range base {
 		p.Tiers, p.Identities = maps.Clone(p.Tiers), maps.Clone(p.Identities)
@@ -191,15 +187,17 @@ func compose(base map[string]ratelimit.Policy, overrides []Override) (map[string
 				p.Tiers = map[string][]ratelimit.Window{}
 			}
 			p.Tiers[o.Tier] = ws
+			n.tiers++
 		} else {
 			if p.Identities == nil {
 				p.Identities = map[string][]ratelimit.Window{}
 			}
 			p.Identities[o.Identity] = ws
+			n.keys++
 		}
 		out[o.Policy] = p
 	}
-	return out, skipped
+	return out, n, skipped
 }
 
 // Run keeps the overrides current until ctx ends: it reads them again

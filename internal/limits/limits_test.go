@@ -18,14 +18,15 @@ func TestCompose(t *testing.T) {
 		tiers     map[string]string // tier: windows wanted
 		ids       map[string]string
 		skipped   []string // what each skipped override's error names
+		applied   applied
 	}{
-		{"None", nil, map[string]string{"gold": "20/1s", "free": "2/1s"}, nil, nil},
+		{"None", nil, map[string]string{"gold": "20/1s", "free": "2/1s"}, nil, nil, applied{}},
 		{"TierReplacesTheFiles",
 			[]Override{{Tier: "gold", Policy: "geofence", Windows: "50/1s,1000/1d@calendar"}},
-			map[string]string{"gold": "50/1s,1000/1d@calendar", "free": "2/1s"}, nil, nil},
+			map[string]string{"gold": "50/1s,1000/1d@calendar", "free": "2/1s"}, nil, nil, applied{tiers: 1}},
 		{"KeyAndTier",
 			[]Override{{Tier: "new", Policy: "geofence", Windows: "5/1s"}, {Identity: "key:acme", Policy: "geofence", Windows: "7/1m"}},
-			map[string]string{"gold": "20/1s", "free": "2/1s", "new": "5/1s"}, map[string]string{"key:acme": "7/1m"}, nil},
+			map[string]string{"gold": "20/1s", "free": "2/1s", "new": "5/1s"}, map[string]string{"key:acme": "7/1m"}, nil, applied{tiers: 1, keys: 1}},
 		{"BadOnesLeftOut",
 			[]Override{
 				{Tier: "gold", Policy: "nope", Windows: "1/1s"},
@@ -34,10 +35,13 @@ func TestCompose(t *testing.T) {
 				{Identity: "key:ok", Policy: "geofence", Windows: "3/1s"},
 			},
 			map[string]string{"gold": "20/1s", "free": "2/1s"}, map[string]string{"key:ok": "3/1s"},
-			[]string{"unknown policy nope", "key:big", "key:odd"}},
+			[]string{"unknown policy nope", "key:big", "key:odd"}, applied{keys: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, skipped := compose(base, tc.overrides)
+			got, n, skipped := compose(base, tc.overrides)
+			if n != tc.applied {
+				t.Errorf("applied = %+v, want %+v", n, tc.applied)
+			}
 			p := got["geofence"]
 			if err := p.Validate(); err != nil {
 				t.Fatal(err)

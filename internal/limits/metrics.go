@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		overrides: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "geogate_ratelimit_overrides",
-			Help: "Policy overrides stored in PostgreSQL, by kind (tier, key).",
+			Help: "Policy overrides stored in PostgreSQL and in force, by kind (tier, key); those left out are in geogate_ratelimit_overrides_invalid.",
 		}, []string{"kind"}),
 		invalid: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "geogate_ratelimit_overrides_invalid",
