@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/rdb"
 )
@@ -70,7 +71,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	go refreshOnHangup(hctx, services, getenv, log)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           httpx.Guard(handler, log),
 		ReadHeaderTimeout: cfg.Server.ReadTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -43,7 +42,7 @@ func newTestService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts) (*Servi
 
 // newRawService is newTestService without the contract check, for
 // benchmarks and fuzz targets, which check what they need per input.
-func newRawService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts) (*Service, *gin.Engine) {
+func newRawService(t testing.TB, pool *pgxpool.Pool, timeouts Timeouts) (*Service, http.Handler) {
 	t.Helper()
 	svc := newService(t, pool, pool, timeouts)
 	return svc, testRouter(svc, testRules, nil)
@@ -63,9 +62,10 @@ func newService(t testing.TB, pool, meta *pgxpool.Pool, timeouts Timeouts) *Serv
 // testRouter serves the package's routes over svc, as cmd/api does but
 // without authentication or rate limits, for callers confined to the
 // spatial scope scope (nil: the whole world).
-func testRouter(svc *Service, rules Rules, scope *spatial.Scope) *gin.Engine {
+func testRouter(svc *Service, rules Rules, scope *spatial.Scope) http.Handler {
 	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, func(context.Context) *spatial.Scope { return scope })
-	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, httpx.TrustedProxies{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := httpx.NewRouter(log, nil, httpx.TrustedProxies{})
 	r.GET("/within", h.Within)
 	r.GET("/geofences", h.List)
 	r.POST("/geofences", h.Create)
@@ -76,7 +76,7 @@ func testRouter(svc *Service, rules Rules, scope *spatial.Scope) *gin.Engine {
 	r.GET("/geofences/:id", h.Get)
 	r.PUT("/geofences/:id", h.Update)
 	r.DELETE("/geofences/:id", h.Delete)
-	return r
+	return httpx.Guard(r, log)
 }
 
 // mustExec runs SQL on pool or fails the test.

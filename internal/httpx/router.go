@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -45,4 +46,31 @@ func MethodNotAllowed(allow string) gin.HandlerFunc {
 		c.Header("Allow", allow)
 		AbortStatus(c, http.StatusMethodNotAllowed, "Method Not Allowed")
 	}
+}
+
+// Guard serves h, answering 404 in the {"detail": ...} shape when routing
+// itself panics. Gin 1.12 can overrun a fixed-size stack while it tries
+// every other method's routes for a path that has none under the
+// request's method (HandleMethodNotAllowed; gin-gonic/gin#4818). That
+// panic comes before any middleware runs, Recover included, so without
+// this net/http would drop the connection. Only routing can panic out of
+// h: a handler's panic is caught by Recover inside it.
+func Guard(h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v) // net/http's own way to abort a response
+			}
+			log.Warn("routing failed; answered 404", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"detail":"Not Found"}` + "\n"))
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
