@@ -54,7 +54,7 @@ func serveLean(addr, dbURL, redisURL string) error {
 		return err
 	}
 	svc := geofence.New(pool, cat, benchSettings(), nil)
-	h := geofence.NewHandler(svc, benchSettings(), nil)
+	h := geofence.NewHandler(svc, benchSettings(), geofence.Access{})
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.GET("/within", func(c *gin.Context) {

@@ -425,7 +425,7 @@ func cityPoints(ctx context.Context, pool *pgxpool.Pool, n int) ([][2]float64, e
 // rate limit) on a loopback port of this process and returns the base URL.
 func (b *bench) serveInProcess() (string, error) {
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, httpx.TrustedProxies{})
-	r.GET("/within", geofence.NewHandler(b.svc, b.settings, nil).Within)
+	r.GET("/within", geofence.NewHandler(b.svc, b.settings, geofence.Access{}).Within)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

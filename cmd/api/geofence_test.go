@@ -17,11 +17,12 @@ func TestGeofenceEndToEnd(t *testing.T) {
 		wantRemaining            string
 	}{
 		{"within 20 km costs 6", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 200, "6"},
-		{"an invalid radius costs 1", "GET", "/within?lng=2.35&lat=48.85&radius=-1", "", 422, "5"},
-		{"containment costs 1", "GET", "/geofences/contains?lng=2.35&lat=48.85", "", 200, "4"},
-		{"listing costs 1", "GET", "/geofences?limit=5", "", 200, "3"},
+		// Validation comes before the gate: a malformed request costs nothing.
+		{"an invalid radius costs nothing", "GET", "/within?lng=2.35&lat=48.85&radius=-1", "", 422, ""},
+		{"containment costs 1", "GET", "/geofences/contains?lng=2.35&lat=48.85", "", 200, "5"},
+		{"listing costs 1", "GET", "/geofences?limit=5", "", 200, "4"},
 		{"writes need credentials", "POST", "/geofences", `{"type":"Feature"}`, 401, ""},
-		{"within 1 km costs 1", "GET", "/within?lng=2.35&lat=48.85&radius=1000", "", 200, "2"},
+		{"within 1 km costs 1", "GET", "/within?lng=2.35&lat=48.85&radius=1000", "", 200, "3"},
 		{"over budget", "GET", "/within?lng=2.35&lat=48.85&radius=20000", "", 429, ""},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
@@ -31,10 +32,10 @@ func (q *quotas) guardedBy(rs []route) {
 	q.guards = map[string][]string{}
 	for _, rt := range rs {
 		name := rt.method + " " + templatePath(rt.path)
-		for _, p := range rt.limit.policies {
+		for _, p := range spends(rt) {
 			q.guards[p] = append(q.guards[p], name)
 		}
-		if rt.limit.layer != "" || rt.limit.inHandler && slices.Contains(rt.limit.policies, policyTiles) {
+		if readsLayer(rt) {
 			q.layerRoutes = append(q.layerRoutes, name)
 		}
 	}
@@ -89,6 +90,11 @@ type (
 )
 
 func (q *quotas) serve(c *gin.Context) {
+	p, ok := q.s.gate.Admit(c, gate.Ask{})
+	if !ok {
+		return
+	}
+	defer p.Done()
 	ctx := c.Request.Context()
 	id := auth.FromContext(ctx)
 	identity := id.LimitKey()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/web"
 )
@@ -19,23 +21,28 @@ type (
 	redisClient = redis.UniversalClient
 )
 
-// route is one endpoint: what a request must present and what it costs
-// before its handler runs, as a FastAPI route declares its dependencies.
+// route is one endpoint: what a request must present and the policy it
+// spends, as a FastAPI route declares its dependencies. The handler asks
+// the gate itself, with the layers the request reads or writes, once it
+// knows them; the router only names the route's policy to the gate.
 type route struct {
 	method, path string
 	// scope is the scope a caller needs: a scope name, anyone (any caller
 	// whose credentials, if any, are valid), public (no authentication) or
 	// nobody (the method is not allowed: 405, before any credentials are
 	// checked, and left out of the API description).
-	scope   string
-	limit   limit
+	scope string
+	// policy is the rate-limit policy the route spends (a layer's own may
+	// take its place), free when the gate checks it but charges nothing,
+	// ungated for a route that reads no layer and spends nothing.
+	policy  string
 	handler gin.HandlerFunc
 }
 
 // refuse is the route that answers method on path with a 405 naming the
 // methods allowed there, where a parameter route would otherwise take it.
 func refuse(method, path, allow string) route {
-	return route{method, path, nobody, free, httpx.MethodNotAllowed(allow)}
+	return route{method, path, nobody, ungated, httpx.MethodNotAllowed(allow)}
 }
 
 // Route scopes that name no auth scope.
@@ -45,121 +52,93 @@ const (
 	nobody = "nobody"
 )
 
-// limit is the rate-limit policy a route spends and what a request costs.
-type limit struct {
-	policies []string
-	cost     func(*gin.Context) int // nil: 1
-	// inHandler says the handler charges the policies itself (a tile
-	// spends one or the other), rather than a middleware before it.
-	inHandler bool
-	// layer, when set, is the layer a request reads unless its layer
-	// parameter names another: the caller must be allowed to read it, and
-	// its rules may change the policy and the cost.
-	layer string
-}
-
-// free spends no budget.
-var free = limit{}
-
-func spend(policy string, cost func(*gin.Context) int) limit {
-	return limit{policies: []string{policy}, cost: cost}
-}
-
-func inHandler(policies ...string) limit { return limit{policies: policies, inHandler: true} }
-
-// spendOn is spend for a route that reads one layer, def unless the
-// request names another.
-func spendOn(def, policy string, cost func(*gin.Context) int) limit {
-	return limit{policies: []string{policy}, cost: cost, layer: def}
-}
-
-// fromPath, as a limit's layer, says the layer is the route's
-// collectionId path parameter.
-const fromPath = ":collectionId"
-
-// spendOnCollection is spend for an OGC API route of one collection.
-func spendOnCollection(policy string, cost func(*gin.Context) int) limit {
-	return limit{policies: []string{policy}, cost: cost, layer: fromPath}
-}
+// Route policies that name no rate-limit policy.
+const (
+	free    = gate.Free
+	ungated = "ungated"
+)
 
 // routes lists every route of the service.
 func routes(s *services) []route {
 	geo, t, docs, f, ad := s.geofence, s.tiles, s.docs, s.features, s.admin
 	q := &quotas{s: s}
 	rs := []route{
-		{"GET", "/healthz", public, free, s.health.Live},
-		{"GET", "/readyz", public, free, s.health.Ready},
-		{"GET", "/metrics", public, free, s.metrics()},
+		{"GET", "/healthz", public, ungated, s.health.Live},
+		{"GET", "/readyz", public, ungated, s.health.Ready},
+		{"GET", "/metrics", public, ungated, s.metrics()},
 
-		{"GET", "/", anyone, spend(policyFeatures, nil), f.Landing(web.Map)},
-		{"GET", "/static/*filepath", anyone, free, web.Static},
-		{"GET", "/openapi.json", anyone, free, docs.Spec},
-		{"GET", "/api", anyone, free, docs.ServiceDesc},
-		{"GET", "/docs", anyone, free, docs.SwaggerUI},
-		{"GET", "/redoc", anyone, free, docs.Redoc},
-		{"GET", "/docs/assets/*filepath", anyone, free, docs.Asset},
+		{"GET", "/", anyone, policyFeatures, f.Landing(web.Map)},
+		{"GET", "/static/*filepath", anyone, ungated, web.Static},
+		{"GET", "/openapi.json", anyone, ungated, docs.Spec},
+		{"GET", "/api", anyone, ungated, docs.ServiceDesc},
+		{"GET", "/docs", anyone, ungated, docs.SwaggerUI},
+		{"GET", "/redoc", anyone, ungated, docs.Redoc},
+		{"GET", "/docs/assets/*filepath", anyone, ungated, docs.Asset},
 
-		{"GET", "/layers", anyone, free, s.catalog.List(s.readable)},
+		{"GET", "/layers", anyone, free, s.layers},
 		// The caller's quotas: reading them spends none, only rate-limit.
-		{"GET", "/rate_limit", anyone, spend(policyRateLimit, nil), q.serve},
+		{"GET", "/rate_limit", anyone, policyRateLimit, q.serve},
 
-		{"GET", "/within", auth.ScopeProximityRead, spendOn("places", policyGeofence, geo.WithinCost), geo.Within},
-		{"GET", "/geofences", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.List},
-		{"POST", "/geofences", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Create},
-		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, spendOn("geofences", policyGeofence, nil), geo.Contains},
-		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, spendOn("geofences", policyGeofence, nil), geo.ContainsBatch},
+		{"GET", "/within", auth.ScopeProximityRead, policyGeofence, geo.Within},
+		{"GET", "/geofences", auth.ScopeGeofencesRead, policyGeofence, geo.List},
+		{"POST", "/geofences", auth.ScopeGeofencesWrite, policyGeofence, geo.Create},
+		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, policyGeofence, geo.Contains},
+		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, policyGeofence, geo.ContainsBatch},
 		refuse("PUT", "/geofences/contains", "GET, POST"), // no fence is called "contains"
 		refuse("DELETE", "/geofences/contains", "GET, POST"),
-		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, spend(policyGeofence, nil), geo.Get},
-		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Update},
-		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, spend(policyGeofence, nil), geo.Delete},
+		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, policyGeofence, geo.Get},
+		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Update},
+		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Delete},
 
-		{"GET", "/conformance", anyone, spend(policyFeatures, nil), f.Conformance},
-		{"GET", "/collections", anyone, spend(policyFeatures, nil), f.Collections},
-		{"GET", "/collections/:collectionId", anyone, spendOnCollection(policyFeatures, nil), f.Collection},
-		{"GET", "/collections/:collectionId/queryables", anyone, spendOnCollection(policyFeatures, nil), f.Queryables},
-		{"GET", "/collections/:collectionId/schema", anyone, spendOnCollection(policyFeatures, nil), f.Schema},
-		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, spendOnCollection(policyFeatures, f.PageCost), f.Items},
-		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, spendOnCollection(policyFeatures, nil), f.Item},
+		{"GET", "/conformance", anyone, policyFeatures, f.Conformance},
+		{"GET", "/collections", anyone, policyFeatures, f.Collections},
+		{"GET", "/collections/:collectionId", anyone, policyFeatures, f.Collection},
+		{"GET", "/collections/:collectionId/queryables", anyone, policyFeatures, f.Queryables},
+		{"GET", "/collections/:collectionId/schema", anyone, policyFeatures, f.Schema},
+		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, policyFeatures, f.Items},
+		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, policyFeatures, f.Item},
 
 		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json
-		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.Tile},
+		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, policyTiles, t.Tile},
 
-		// OGC API - Tiles and Styles over the same layers and tiles. The
-		// documents cost a unit of tiles-cached, as a cached tile does.
-		{"GET", "/tileMatrixSets", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileMatrixSets},
-		{"GET", "/tileMatrixSets/:tileMatrixSetId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileMatrixSet},
-		{"GET", "/collections/:collectionId/tiles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileSets},
-		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.TileSet},
-		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, inHandler(policyTiles, policyTilesCached), t.OGCTile},
-		{"GET", "/styles", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Styles},
-		{"GET", "/styles/:styleId", auth.ScopeTilesRead, spend(policyTilesCached, nil), t.Style},
+		// A tile spends tiles for the layers it renders and tiles-cached
+		// for those it finds in the cache. OGC API - Tiles and Styles
+		// serve the same layers and tiles; their documents cost a unit of
+		// tiles-cached, as a cached tile does.
+		{"GET", "/tileMatrixSets", auth.ScopeTilesRead, policyTilesCached, t.TileMatrixSets},
+		{"GET", "/tileMatrixSets/:tileMatrixSetId", auth.ScopeTilesRead, policyTilesCached, t.TileMatrixSet},
+		{"GET", "/collections/:collectionId/tiles", auth.ScopeTilesRead, policyTilesCached, t.TileSets},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId", auth.ScopeTilesRead, policyTilesCached, t.TileSet},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, policyTiles, t.OGCTile},
+		{"GET", "/styles", auth.ScopeTilesRead, policyTilesCached, t.Styles},
+		{"GET", "/styles/:styleId", auth.ScopeTilesRead, policyTilesCached, t.Style},
 
 		// Key administration. Only operators hold the admin scope, and
 		// the scope is checked before anything else runs; the routes are
 		// a few indexed statements each and spend no budget, so that a
 		// caller's spatial budget never stands between an operator and a
 		// revocation.
-		{"GET", "/admin/keys", auth.ScopeAdmin, free, ad.List},
-		{"POST", "/admin/keys", auth.ScopeAdmin, free, ad.Create},
-		{"GET", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Get},
-		{"PATCH", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Update},
-		{"DELETE", "/admin/keys/:id", auth.ScopeAdmin, free, ad.Revoke},
-		{"POST", "/admin/keys/:id/rotate", auth.ScopeAdmin, free, ad.Rotate},
-		{"GET", "/admin/keys/:id/usage", auth.ScopeAdmin, free, ad.Usage},
-		{"GET", "/admin/tiers", auth.ScopeAdmin, free, ad.ListTiers},
-		{"GET", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.GetTier},
-		{"PUT", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.PutTier},
-		{"DELETE", "/admin/tiers/:tier", auth.ScopeAdmin, free, ad.DeleteTier},
-		{"GET", "/admin/audit", auth.ScopeAdmin, free, ad.Audit},
+		{"GET", "/admin/keys", auth.ScopeAdmin, ungated, ad.List},
+		{"POST", "/admin/keys", auth.ScopeAdmin, ungated, ad.Create},
+		{"GET", "/admin/keys/:id", auth.ScopeAdmin, ungated, ad.Get},
+		{"PATCH", "/admin/keys/:id", auth.ScopeAdmin, ungated, ad.Update},
+		{"DELETE", "/admin/keys/:id", auth.ScopeAdmin, ungated, ad.Revoke},
+		{"POST", "/admin/keys/:id/rotate", auth.ScopeAdmin, ungated, ad.Rotate},
+		{"GET", "/admin/keys/:id/usage", auth.ScopeAdmin, ungated, ad.Usage},
+		{"GET", "/admin/tiers", auth.ScopeAdmin, ungated, ad.ListTiers},
+		{"GET", "/admin/tiers/:tier", auth.ScopeAdmin, ungated, ad.GetTier},
+		{"PUT", "/admin/tiers/:tier", auth.ScopeAdmin, ungated, ad.PutTier},
+		{"DELETE", "/admin/tiers/:tier", auth.ScopeAdmin, ungated, ad.DeleteTier},
+		{"GET", "/admin/audit", auth.ScopeAdmin, ungated, ad.Audit},
 	}
 	q.guardedBy(rs)
 	return rs
 }
 
 // newRouter serves rs: each handler behind authentication (unless
-// public), its scope check and its rate limit.
+// public), its scope check and, unless ungated, the gate's mark of its
+// policy.
 func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*gin.Engine, error) {
 	r := httpx.NewRouter(log, httpx.NewMetrics(s.registry), cfg.Server.TrustedProxies)
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
@@ -174,22 +153,42 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 		default:
 			chain = append(chain, authn, auth.Require(rt.scope))
 		}
-		for _, p := range rt.limit.policies {
-			if _, ok := s.limiter.Policy(p); !ok {
-				return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
+		if rt.policy != ungated {
+			for _, p := range spends(rt) {
+				if _, ok := s.limiter.Policy(p); !ok {
+					return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
+				}
 			}
+			chain = append(chain, s.gate.Route(rt.method+" "+templatePath(rt.path), rt.policy))
 		}
-		switch {
-		case rt.limit.layer != "":
-			chain = append(chain, s.layerLimit(rt.limit.policies[0], rt.limit.layer, rt.limit.cost))
-		case len(rt.limit.policies) == 1 && !rt.limit.inHandler:
-			chain = append(chain, s.limiter.Middleware(rt.limit.policies[0], rt.limit.cost, limitedAs))
-		}
-		// After the limit, so that a refused request costs no look-up.
 		if s.floors != nil && rt.scope != public && rt.scope != nobody {
 			chain = append(chain, s.readFloor)
 		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
 	}
 	return r, nil
+}
+
+// spends lists the policies a route may spend: its own, and for a tile
+// route the cached-tile policy too.
+func spends(rt route) []string {
+	switch rt.policy {
+	case ungated, free:
+		return nil
+	case policyTiles:
+		return []string{policyTiles, policyTilesCached}
+	}
+	return []string{rt.policy}
+}
+
+// readsLayer says whether a route reads or writes a layer named by its
+// path or parameters, so that a layer's own policy may take the place of
+// the route's.
+func readsLayer(rt route) bool {
+	for _, prefix := range []string{"/within", "/geofences", "/tiles/:layer", "/collections/:collectionId"} {
+		if strings.HasPrefix(rt.path, prefix) && rt.policy != ungated && rt.policy != policyTilesCached {
+			return true
+		}
+	}
+	return false
 }

@@ -19,9 +19,9 @@ import (
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/freshness"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/limits"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
@@ -45,6 +45,7 @@ type services struct {
 	registry *prometheus.Registry
 	authn    *auth.Authenticator
 	access   access.Settings
+	gate     *gate.Gate
 	limiter  *ratelimit.Limiter
 	limits   *limits.Source
 	// floors hold each identity's read floor; nil without replicas.
@@ -87,6 +88,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
+	s.gate = gate.New(s.access, s.limiter, limitedAs, log)
 	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(d.db, keyIdentity), log, s.registry)
 	if err := s.limits.Reload(ctx); err != nil {
 		log.Warn("rate-limit overrides not applied at start; retrying", "err", err.Error())
@@ -119,12 +121,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// pass the generous tiles-cached policy. A policy's concurrency cap
 	// holds its slot until the tile is answered.
 	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog, Replicas: d.replicas}, tiles.Options{
-		Scope:      spatialScope,
-		OnMiss:     s.charge(policyTiles, true),
-		OnHit:      s.charge(policyTilesCached, false),
-		Access:     func(ctx context.Context, l *catalog.Layer) error { return s.access.Check(ctx, l.ID) },
-		Log:        log,
-		Registerer: s.registry,
+		Scope:        spatialScope,
+		Gate:         s.gate,
+		CachedPolicy: policyTilesCached,
+		Log:          log,
+		Registerer:   s.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -138,12 +139,12 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}
 	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
 	geo.ReadFrom(d.replicas)
-	s.geofence = geofence.NewHandler(geo, cfg.Geofence, spatialScope)
+	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate, Scope: spatialScope})
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
 	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
-		features.Access{Check: s.access.Check, Scope: spatialScope})
+		features.Access{Gate: s.gate, Scope: spatialScope})
 	return s, nil
 }
 
@@ -152,74 +153,14 @@ func (s *services) metrics() gin.HandlerFunc {
 	return gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 }
 
-// charge is a tile hook that spends policy for the caller, a unit per
-// layer times the layer's cost; for renders a layer's own policy, if it
-// has one, takes policy's place.
-func (s *services) charge(policy string, render bool) tiles.Hook {
-	return func(c *gin.Context, layers []string) (func(), bool) {
-		costs := map[string]int{}
-		var order []string
-		for _, id := range layers {
-			p, n := s.access.Limit(id, policy, 1)
-			if !render {
-				p = policy
-			}
-			if _, ok := costs[p]; !ok {
-				order = append(order, p)
-			}
-			costs[p] += n
-		}
-		var releases []func()
-		releaseAll := func() {
-			for _, r := range releases {
-				r()
-			}
-		}
-		for _, p := range order {
-			r, ok := s.limiter.Admit(c, p, costs[p], limitedAs)
-			if !ok {
-				releaseAll()
-				return nil, false
-			}
-			releases = append(releases, r)
-		}
-		return releaseAll, true
+// layers serves GET /layers: the layers the caller may read.
+func (s *services) layers(c *gin.Context) {
+	p, ok := s.gate.Admit(c, gate.Ask{})
+	if !ok {
+		return
 	}
-}
-
-// readable says whether the caller of ctx may read layer id.
-func (s *services) readable(ctx context.Context, id string) bool {
-	return s.access.Check(ctx, id) == nil
-}
-
-// layerLimit checks that the caller may read the layer a request names
-// (its layer parameter, else def) and spends policy, or the layer's own,
-// at the route's cost times the layer's.
-func (s *services) layerLimit(policy, def string, cost func(*gin.Context) int) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		layer := httpx.Query(c).Get("layer")
-		switch {
-		case def == fromPath:
-			layer = c.Param("collectionId")
-		case layer == "":
-			layer = def
-		}
-		if err := s.access.Check(c.Request.Context(), layer); err != nil {
-			httpx.Abort(c, err)
-			return
-		}
-		n := 1
-		if cost != nil {
-			n = cost(c)
-		}
-		p, n := s.access.Limit(layer, policy, n)
-		release, ok := s.limiter.Admit(c, p, n, limitedAs)
-		if !ok {
-			return
-		}
-		defer release()
-		c.Next()
-	}
+	defer p.Done()
+	s.catalog.List(s.gate.Readable)(c)
 }
 
 // limitedAs names who a request is rate limited as: its identity's limit

@@ -120,7 +120,7 @@ func (s *Service) bounds(ctx context.Context, l *catalog.Layer) [4]float64 {
 func (s *Service) collections(ctx context.Context, base string) []collection {
 	out := []collection{}
 	for _, l := range s.cat.Layers() {
-		if s.access(ctx, l.ID) == nil {
+		if s.gate.Check(ctx, l.ID) == nil {
 			out = append(out, s.collectionDoc(ctx, base, l))
 		}
 	}

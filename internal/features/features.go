@@ -9,8 +9,11 @@ import (
 	"context"
 	"sync"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
@@ -52,16 +55,22 @@ type Service struct {
 	// changes, since its layers are then new values.
 	sql sync.Map // *catalog.Layer -> *layerSQL
 	// access and scope say what the caller of a request may see.
-	access func(ctx context.Context, layer string) error
+	gate   Gate
 	scope  func(ctx context.Context) *spatial.Scope
 }
 
-// Access is what the Service asks of the caller of each request: whether
-// it may read a layer (nil error), and the part of the world it may see
-// (nil: all of it).
+// Access is what the Service asks of the caller of each request: the
+// gate that checks and charges it (nil: gate.Open()), and the part of the
+// world it may see (nil: all of it).
 type Access struct {
-	Check func(ctx context.Context, layer string) error
+	Gate  Gate
 	Scope func(ctx context.Context) *spatial.Scope
+}
+
+// Gate is what the Service asks of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Check(ctx context.Context, layer string) error
 }
 
 // New returns the Service over cat's layers.
@@ -81,8 +90,8 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, a Access) *Service {
 	if s.Title == "" {
 		s.Title = "geogate"
 	}
-	if a.Check == nil {
-		a.Check = func(context.Context, string) error { return nil }
+	if a.Gate == nil {
+		a.Gate = gate.Open()
 	}
 	if a.Scope == nil {
 		a.Scope = func(context.Context) *spatial.Scope { return nil }
@@ -90,7 +99,7 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, a Access) *Service {
 	if pool.Stale == nil {
 		pool.Stale = cat.RefreshSoon
 	}
-	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), access: a.Check, scope: a.Scope}
+	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), gate: a.Gate, scope: a.Scope}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }
@@ -99,14 +108,14 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, a Access) *Service {
 var errUnknownCollection = apperr.New(apperr.NotFound, "Unknown collection: GET /collections lists the published ones.")
 
 // layer returns the statement parts of collection id, once the caller may
-// read it.
+// read it: a caller refused it is told so whether it exists or not.
 func (s *Service) layer(ctx context.Context, id string) (*layerSQL, error) {
+	if err := s.gate.Check(ctx, id); err != nil {
+		return nil, err
+	}
 	l := s.cat.Layer(id)
 	if l == nil {
 		return nil, errUnknownCollection
-	}
-	if err := s.access(ctx, id); err != nil {
-		return nil, err
 	}
 	if v, ok := s.sql.Load(l); ok {
 		return v.(*layerSQL), nil

@@ -13,15 +13,27 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
 func (s *Service) base(c *gin.Context) string { return httpx.BaseURL(c.Request, s.s.PublicURL) }
 
+// enter asks the gate for a request of the layers named (none: a
+// document about the service) at cost; ok false means it has answered.
+func (s *Service) enter(c *gin.Context, cost int, layers ...string) (gate.Pass, bool) {
+	return s.gate.Admit(c, gate.Ask{Layers: layers, Cost: cost})
+}
+
 // Landing serves / : the landing document to a client asking for JSON,
 // html (the map page) to a browser.
 func (s *Service) Landing(html gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		p, ok := s.enter(c, 1)
+		if !ok {
+			return
+		}
+		defer p.Done()
 		if wantsHTML(c.Request) {
 			html(c)
 			return
@@ -48,6 +60,11 @@ func wantsHTML(r *http.Request) bool {
 
 // Conformance serves /conformance.
 func (s *Service) Conformance(c *gin.Context) {
+	p, ok := s.enter(c, 1)
+	if !ok {
+		return
+	}
+	defer p.Done()
 	if err := checkFormat(httpx.Query(c)); err != nil {
 		httpx.Abort(c, err)
 		return
@@ -59,6 +76,11 @@ func (s *Service) Conformance(c *gin.Context) {
 
 // Collections serves /collections: every layer the caller may read.
 func (s *Service) Collections(c *gin.Context) {
+	p, ok := s.enter(c, 1)
+	if !ok {
+		return
+	}
+	defer p.Done()
 	if err := checkFormat(httpx.Query(c)); err != nil {
 		httpx.Abort(c, err)
 		return
@@ -72,6 +94,11 @@ func (s *Service) Collections(c *gin.Context) {
 
 // Collection serves /collections/{collectionId}.
 func (s *Service) Collection(c *gin.Context) {
+	p, ok := s.enter(c, 1, c.Param("collectionId"))
+	if !ok {
+		return
+	}
+	defer p.Done()
 	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
 	if err == nil {
 		err = checkFormat(httpx.Query(c))
@@ -85,6 +112,11 @@ func (s *Service) Collection(c *gin.Context) {
 
 // Queryables serves /collections/{collectionId}/queryables.
 func (s *Service) Queryables(c *gin.Context) {
+	p, ok := s.enter(c, 1, c.Param("collectionId"))
+	if !ok {
+		return
+	}
+	defer p.Done()
 	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
 	if err != nil {
 		httpx.Abort(c, err)
@@ -95,6 +127,11 @@ func (s *Service) Queryables(c *gin.Context) {
 
 // Schema serves /collections/{collectionId}/schema.
 func (s *Service) Schema(c *gin.Context) {
+	p, ok := s.enter(c, 1, c.Param("collectionId"))
+	if !ok {
+		return
+	}
+	defer p.Done()
 	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
 	if err != nil {
 		httpx.Abort(c, err)
@@ -127,6 +164,11 @@ func writeJSON(c *gin.Context, typ string, v any) {
 func (s *Service) Items(c *gin.Context) {
 	v := httpx.Query(c)
 	id := c.Param("collectionId")
+	pass, ok := s.enter(c, s.pageCost(v), id)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	p, err := s.items(c.Request.Context(), id, v)
 	if err != nil {
 		httpx.Abort(c, err)
@@ -199,6 +241,11 @@ func writeFeature(b *bytes.Buffer, f Feature) {
 // of its content so that clients can revalidate it.
 func (s *Service) Item(c *gin.Context) {
 	id, fid := c.Param("collectionId"), c.Param("featureId")
+	pass, ok := s.enter(c, 1, id)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	f, crs, err := s.item(c.Request.Context(), id, fid, httpx.Query(c))
 	if err != nil {
 		httpx.Abort(c, err)
@@ -227,8 +274,8 @@ func (s *Service) Item(c *gin.Context) {
 // PageCost is what an items request costs its caller's features budget:
 // one per 100 features it may return (its limit), so that a bulk download
 // pays for what it takes.
-func (s *Service) PageCost(c *gin.Context) int {
-	n, err := parseLimit(httpx.Query(c).Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
+func (s *Service) pageCost(v url.Values) int {
+	n, err := parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
 	if err != nil {
 		return 1 // the handler refuses it
 	}

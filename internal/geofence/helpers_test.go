@@ -63,7 +63,7 @@ func newService(t testing.TB, pool, meta *pgxpool.Pool, timeouts Timeouts) *Serv
 // without authentication or rate limits, for callers confined to the
 // spatial scope scope (nil: the whole world).
 func testRouter(svc *Service, rules Rules, scope *spatial.Scope) http.Handler {
-	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, func(context.Context) *spatial.Scope { return scope })
+	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, Access{Scope: func(context.Context) *spatial.Scope { return scope }})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := httpx.NewRouter(log, nil, httpx.TrustedProxies{})
 	r.GET("/within", h.Within)

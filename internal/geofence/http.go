@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/spatial"
 )
@@ -25,17 +26,51 @@ type Handler struct {
 	svc     *Service
 	rules   Rules
 	cursors *Cursors
+	gate    Gate
 	scope   func(context.Context) *spatial.Scope
 }
 
+// Access is what the Handler asks of the caller of each request: the
+// gate that checks and charges it (nil: gate.Open()), and the part of the
+// world it may reach (nil: all of it).
+type Access struct {
+	Gate  Gate
+	Scope func(context.Context) *spatial.Scope
+}
+
+// Gate is what the Handler asks of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+}
+
+// FenceLayer is the layer id of the stored fences, which every fence
+// route reads or writes.
+const FenceLayer = "geofences"
+
 // NewHandler returns the HTTP handlers of svc under the rules and cursor
-// key of s. scope returns the caller's spatial scope (nil: the whole
-// world); nil scope means every caller may reach everything.
-func NewHandler(svc *Service, s Settings, scope func(context.Context) *spatial.Scope) *Handler {
-	if scope == nil {
-		scope = func(context.Context) *spatial.Scope { return nil }
+// key of s.
+func NewHandler(svc *Service, s Settings, a Access) *Handler {
+	if a.Scope == nil {
+		a.Scope = func(context.Context) *spatial.Scope { return nil }
 	}
-	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), scope: scope}
+	if a.Gate == nil {
+		a.Gate = gate.Open()
+	}
+	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), gate: a.Gate, scope: a.Scope}
+}
+
+// enter asks the gate for a request of layer at cost; ok false means it
+// has answered.
+func (h *Handler) enter(c *gin.Context, layer string, write bool, cost int) (gate.Pass, bool) {
+	return h.gate.Admit(c, gate.Ask{Layers: []string{layer}, Write: write, Cost: cost})
+}
+
+// orFences is layer, or the fence layer for "" (the built-in fences).
+func orFences(layer string) string {
+	if layer == "" {
+		return FenceLayer
+	}
+	return layer
 }
 
 // Errors of a request that reaches outside the caller's spatial scope.
@@ -43,17 +78,6 @@ var (
 	errCircleOutsideScope   = apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope: the whole circle must lie inside it.")
 	errGeometryOutsideScope = apperr.New(apperr.Forbidden, "The geometry leaves your spatial scope: all of it must lie inside.")
 )
-
-// WithinCost is the rate-limit cost of a /within request, RadiusCost of
-// its radius; an invalid radius costs 1 (the handler then refuses it with
-// a 422).
-func (h *Handler) WithinCost(c *gin.Context) int {
-	errs := &apperr.ValidationError{}
-	if m, ok := radius(httpx.Query(c), h.rules, errs); ok {
-		return RadiusCost(m)
-	}
-	return 1
-}
 
 const geoJSON = "application/geo+json"
 
@@ -65,6 +89,11 @@ func (h *Handler) Within(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, q.Layer, false, RadiusCost(q.Radius))
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	scope := withinScope(q.WithinQuery)
 	if q.Cursor != "" {
 		pos, err := h.cursors.Decode(scope, q.Cursor)
@@ -125,6 +154,11 @@ func (h *Handler) List(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, FenceLayer, false, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	scope := listScope(q.ListQuery)
 	if q.Cursor != "" {
 		pos, err := h.cursors.Decode(scope, q.Cursor)
@@ -154,6 +188,11 @@ func (h *Handler) Get(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, FenceLayer, false, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	f, err := h.svc.GetFence(c.Request.Context(), id, h.scopeWKB(c))
 	if err != nil {
 		httpx.Abort(c, err)
@@ -164,6 +203,11 @@ func (h *Handler) Get(c *gin.Context) {
 
 // Create serves POST /geofences.
 func (h *Handler) Create(c *gin.Context) {
+	pass, ok := h.enter(c, FenceLayer, true, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	in, ok := h.readFence(c)
 	if !ok {
 		return
@@ -184,6 +228,11 @@ func (h *Handler) Update(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, FenceLayer, true, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	in, ok := h.readFence(c)
 	if !ok {
 		return
@@ -203,6 +252,11 @@ func (h *Handler) Delete(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, FenceLayer, true, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	if err := h.svc.DeleteFence(c.Request.Context(), id, h.scopeWKB(c)); err != nil {
 		httpx.Abort(c, err)
 		return
@@ -263,6 +317,11 @@ func (h *Handler) Contains(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, orFences(layer), false, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	if !h.check(c, p.Lng, p.Lat, 0) {
 		return
 	}
@@ -298,6 +357,11 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	pass, ok := h.enter(c, orFences(layer), false, 1)
+	if !ok {
+		return
+	}
+	defer pass.Done()
 	body, err := readBody(c, h.rules.MaxBodyBytes)
 	if err != nil {
 		httpx.Abort(c, err)

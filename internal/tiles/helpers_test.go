@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
@@ -282,4 +283,44 @@ func featureNames(ls mvt.Layers, layer string) map[string]map[string]any {
 		}
 	}
 	return out
+}
+
+// hooks is a Gate for tests: hit and miss see the layers of cached and of
+// rendered tiles, check decides access; a nil field admits.
+type hooks struct {
+	hit, miss func(c *gin.Context, layers []string) (func(), bool)
+	check     func(ctx context.Context, layer string) error
+}
+
+type donePass func()
+
+func (d donePass) Done() {
+	if d != nil {
+		d()
+	}
+}
+
+func (g hooks) Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool) {
+	for _, l := range a.Layers {
+		if err := g.Check(c.Request.Context(), l); err != nil {
+			httpx.Abort(c, err)
+			return nil, false
+		}
+	}
+	f := g.miss
+	if a.Cached {
+		f = g.hit
+	}
+	if f == nil || len(a.Layers) == 0 {
+		return donePass(nil), true
+	}
+	done, ok := f(c, a.Layers)
+	return donePass(done), ok
+}
+
+func (g hooks) Check(ctx context.Context, layer string) error {
+	if g.check == nil {
+		return nil
+	}
+	return g.check(ctx, layer)
 }

@@ -17,25 +17,13 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
 )
 
 // ContentType is the media type of a vector tile.
 const ContentType = "application/vnd.mapbox-vector-tile"
-
-// guard runs hook for the layers named, if any; release is never nil.
-func guard(c *gin.Context, hook Hook, layers []string) (release func(), ok bool) {
-	release = func() {}
-	if hook == nil || len(layers) == 0 {
-		return release, true
-	}
-	r, ok := hook(c, layers)
-	if r != nil {
-		release = r
-	}
-	return release, ok
-}
 
 // Handler serves tiles, TileJSON and the layer list.
 type Handler struct {
@@ -82,12 +70,18 @@ type part struct {
 }
 
 // layers resolves the layer path parameter: one layer id, or several
-// joined by commas (a composite tile). Each must be published and, when
-// the caller's access is checked, readable by the caller.
+// joined by commas (a composite tile). The caller must be allowed each
+// before it is looked up, so that a caller refused a layer gets the same
+// 403 whether it exists or not; then each must be published.
 func (h *Handler) layers(c *gin.Context, param string) ([]*Layer, error) {
 	ids := strings.Split(param, ",")
 	if len(ids) > maxComposite {
 		return nil, errTooMany
+	}
+	for _, id := range ids {
+		if err := h.o.Gate.Check(c.Request.Context(), id); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]*Layer, 0, len(ids))
 	for i, id := range ids {
@@ -101,14 +95,37 @@ func (h *Handler) layers(c *gin.Context, param string) ([]*Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.o.Access != nil {
-			if err := h.o.Access(c.Request.Context(), l.src); err != nil {
-				return nil, err
-			}
-		}
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// enter asks the gate for a document about layers (none: about the
+// service), which costs what a cached tile does; ok false means it has
+// answered.
+func (h *Handler) enter(c *gin.Context, layers ...string) (done func(), ok bool) {
+	p, ok := h.o.Gate.Admit(c, gate.Ask{Layers: layers, Cached: true})
+	if !ok {
+		return nil, false
+	}
+	return p.Done, true
+}
+
+// admit asks the gate for the layers named, if any: cached tiles spend
+// the cached policy, renders the route's.
+func (h *Handler) admit(c *gin.Context, layers []string, cached bool) (done func(), ok bool) {
+	if len(layers) == 0 {
+		return func() {}, true
+	}
+	a := gate.Ask{Layers: layers}
+	if cached {
+		a.Policy, a.Cached = h.o.CachedPolicy, true
+	}
+	p, ok := h.o.Gate.Admit(c, a)
+	if !ok {
+		return nil, false
+	}
+	return p.Done, true
 }
 
 // Tile serves GET /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf), and the
@@ -174,12 +191,12 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 			misses = append(misses, l.ID)
 		}
 	}
-	release, ok := guard(c, h.o.OnHit, hits)
+	release, ok := h.admit(c, hits, true)
 	if !ok {
 		return
 	}
 	defer release()
-	release, ok = guard(c, h.o.OnMiss, misses)
+	release, ok = h.admit(c, misses, false)
 	if !ok {
 		return
 	}

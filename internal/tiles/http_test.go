@@ -232,7 +232,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
 		Registerer: reg,
-		OnMiss: func(c *gin.Context, _ []string) (func(), bool) {
+		Gate: hooks{miss: func(c *gin.Context, _ []string) (func(), bool) {
 			misses++
 			if deny {
 				// As the limiter answers (see the document's 429).
@@ -244,7 +244,8 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 			}
 			return func() { released++ }, true
 		},
-		OnHit: func(c *gin.Context, _ []string) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
+			hit: func(c *gin.Context, _ []string) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
+		},
 	})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for range 3 {

@@ -161,6 +161,11 @@ type tileMatrixSetItem struct {
 
 // TileMatrixSets serves GET /tileMatrixSets: the one set, WebMercatorQuad.
 func (h *Handler) TileMatrixSets(c *gin.Context) {
+	done, ok := h.enter(c)
+	if !ok {
+		return
+	}
+	defer done()
 	base := h.baseURL(c)
 	c.JSON(http.StatusOK, gin.H{
 		"tileMatrixSets": []tileMatrixSetItem{{
@@ -174,6 +179,11 @@ func (h *Handler) TileMatrixSets(c *gin.Context) {
 // TileMatrixSet serves GET /tileMatrixSets/{tileMatrixSetId}: the
 // definition of WebMercatorQuad, 404 for any other id.
 func (h *Handler) TileMatrixSet(c *gin.Context) {
+	done, ok := h.enter(c)
+	if !ok {
+		return
+	}
+	defer done()
 	if id := c.Param("tileMatrixSetId"); id != WebMercatorQuad {
 		httpx.Abort(c, errNoTileMatrixSet(id))
 		return
@@ -215,6 +225,11 @@ func (h *Handler) TileSets(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	done, ok := h.enter(c, l.ID)
+	if !ok {
+		return
+	}
+	defer done()
 	base := h.baseURL(c)
 	own := base + "/collections/" + l.ID + "/tiles"
 	c.JSON(http.StatusOK, gin.H{
@@ -290,6 +305,11 @@ func (h *Handler) TileSet(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	done, ok := h.enter(c, l.ID)
+	if !ok {
+		return
+	}
+	defer done()
 	if id := c.Param("tileMatrixSetId"); id != WebMercatorQuad {
 		httpx.Abort(c, errNoTileMatrixSet(id))
 		return

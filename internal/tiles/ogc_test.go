@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/geogate/geogate/internal/apperr"
-	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -287,12 +286,12 @@ func TestOGCRoutesRefuseLikeTiles(t *testing.T) {
 	db := fixtureDB(t)
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
 		Scope: scopeByName(map[string]*spatial.Scope{"germany": mustBBoxScope(t, 5, 47, 16, 55)}),
-		Access: func(ctx context.Context, l *catalog.Layer) error {
-			if name, _ := ctx.Value(testScopeKey{}).(string); name == "nofences" && l.ID == "geofences" {
+		Gate: hooks{check: func(ctx context.Context, layer string) error {
+			if name, _ := ctx.Value(testScopeKey{}).(string); name == "nofences" && layer == "geofences" {
 				return apperr.New(apperr.Forbidden, "not geofences")
 			}
 			return nil
-		},
+		}},
 	})
 	berlin := tileOf(13.41, 52.52, 8)
 	for _, path := range []string{"/collections/geofences/tiles", "/collections/geofences/tiles/WebMercatorQuad", ogcPath("geofences", berlin)} {

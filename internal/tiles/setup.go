@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
@@ -35,25 +36,22 @@ type Deps struct {
 type Options struct {
 	// Scope returns the caller's spatial scope; nil is the whole world.
 	Scope func(context.Context) *spatial.Scope
-	// OnMiss runs before tiles are rendered (cache misses) and OnHit
-	// before cached tiles are served, with the ids of those layers (a
-	// composite tile may have both). Each returns ok false when it has
-	// already answered the request (for example with a 429); otherwise
-	// release, when not nil, runs once the tile has been answered (a
-	// concurrency cap holds its slot until then).
-	OnMiss Hook
-	OnHit  Hook
-	// Access, when set, says whether the request's caller may read a
-	// layer: nil, or the error to answer (a 403).
-	Access func(context.Context, *catalog.Layer) error
+	// Gate checks that the caller may read each layer and charges it:
+	// rendered tiles spend the route's policy (or a layer's own), cached
+	// ones CachedPolicy. Nil is gate.Open(): nothing is charged.
+	Gate         Gate
+	CachedPolicy string
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 	// Registerer, when set, receives the tile metrics.
 	Registerer prometheus.Registerer
 }
 
-// Hook guards a tile request for the layers named; see Options.OnMiss.
-type Hook func(c *gin.Context, layers []string) (release func(), ok bool)
+// Gate is what tiles ask of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Check(ctx context.Context, layer string) error
+}
 
 // New checks every layer of s against the database catalog, reads and
 // publishes the layers' versions, starts the version listener (which stops
@@ -68,6 +66,9 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	if o.Gate == nil {
+		o.Gate = gate.Open()
 	}
 	r, err := NewRenderer(d.DB, d.Layers, s, log)
 	if err != nil {

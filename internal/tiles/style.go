@@ -70,6 +70,11 @@ type styleItem struct {
 
 // Styles serves GET /styles: the one style, default.
 func (h *Handler) Styles(c *gin.Context) {
+	done, ok := h.enter(c)
+	if !ok {
+		return
+	}
+	defer done()
 	base := h.baseURL(c)
 	c.JSON(http.StatusOK, gin.H{
 		"styles": []styleItem{{
@@ -85,6 +90,11 @@ func (h *Handler) Styles(c *gin.Context) {
 // layer the caller may read from its OGC tiles, polygons under lines
 // under points.
 func (h *Handler) Style(c *gin.Context) {
+	done, ok := h.enter(c)
+	if !ok {
+		return
+	}
+	defer done()
 	if c.Param("styleId") != DefaultStyle {
 		httpx.Abort(c, errNoStyle)
 		return
@@ -94,7 +104,7 @@ func (h *Handler) Style(c *gin.Context) {
 		if _, _, ok := zooms(l); !ok {
 			continue // no tile matrix of WebMercatorQuad has its tiles
 		}
-		if h.o.Access != nil && h.o.Access(c.Request.Context(), l.src) != nil {
+		if h.o.Gate.Check(c.Request.Context(), l.ID) != nil {
 			continue
 		}
 		ls = append(ls, l)

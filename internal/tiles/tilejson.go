@@ -44,10 +44,15 @@ type LayerInfo struct {
 // List serves GET /tiles: every layer the caller may read, with its zoom
 // range and URLs.
 func (h *Handler) List(c *gin.Context) {
+	done, ok := h.enter(c)
+	if !ok {
+		return
+	}
+	defer done()
 	base := h.baseURL(c)
 	out := []LayerInfo{}
 	for _, l := range h.r.Layers() {
-		if h.o.Access != nil && h.o.Access(c.Request.Context(), l.src) != nil {
+		if h.o.Gate.Check(c.Request.Context(), l.ID) != nil {
 			continue
 		}
 		out = append(out, LayerInfo{
@@ -73,6 +78,11 @@ func (h *Handler) TileJSON(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	done, ok := h.enter(c, layerIDs(ls)...)
+	if !ok {
+		return
+	}
+	defer done()
 	doc := TileJSON{
 		TileJSON: "3.0.0", Name: name, Scheme: "xyz",
 		Tiles:   []string{tilesURL(h.baseURL(c), name)},
@@ -118,3 +128,12 @@ func tilesURL(base, name string) string {
 // baseURL is the scheme and host clients reach this service at (see
 // httpx.BaseURL).
 func (h *Handler) baseURL(c *gin.Context) string { return httpx.BaseURL(c.Request, h.s.PublicURL) }
+
+// layerIDs are the ids of ls.
+func layerIDs(ls []*Layer) []string {
+	ids := make([]string, len(ls))
+	for i, l := range ls {
+		ids[i] = l.ID
+	}
+	return ids
+}

@@ -1,0 +1,165 @@
+// Package gate is the one place a request is checked, admitted and
+// charged. A handler calls Admit with the layers the request reads or
+// writes, once it knows them: the gate checks that the caller may reach
+// each of them, picks each layer's rate-limit policy and cost, admits the
+// request against the limiter, and hands back a Pass. When the work is
+// done the handler settles the Pass with what the request really cost,
+// and releases it.
+//
+// The route a request came in on names its policy through Route, which
+// also notices a route whose handler answered without asking the gate.
+package gate
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/access"
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/ratelimit"
+)
+
+// Free is the policy of a route that the gate checks but never charges.
+const Free = ""
+
+// Ask is what a request asks of the gate.
+type Ask struct {
+	// Layers are the layers the request reads or writes; none for a
+	// request that reads no layer (a document about the service).
+	Layers []string
+	// Write says the request changes the layers; it needs what a read
+	// needs (the route's scope asks for the write scope).
+	Write bool
+	// Policy, when set, is spent instead of the route's.
+	Policy string
+	// Cached says what is asked is served from a cache or from memory:
+	// the layers' own policies, which are for work on the database, do
+	// not apply.
+	Cached bool
+	// Cost is the estimated cost per layer in the policy's units, before
+	// each layer's multiplier; 0 is 1.
+	Cost int
+}
+
+// Pass is an admitted request: Done releases what it holds once it has
+// been answered (more calls do nothing).
+type Pass interface {
+	Done()
+}
+
+// pass is the gate's Pass.
+type pass struct {
+	releases []func()
+	charges  []charge
+}
+
+// Gate admits requests. Its zero value is not usable; see New.
+type Gate struct {
+	rules   access.Settings
+	limiter *ratelimit.Limiter
+	caller  ratelimit.Caller
+	log     *slog.Logger
+	// Bypassed, when set, is told of a gated route that answered without
+	// asking the gate (a programming error; tests fail on it).
+	Bypassed func(route string)
+}
+
+// New returns the gate over the layer rules and the limiter. A nil
+// limiter admits every request the rules let through, for tests of one
+// capability and tools that run without limits.
+func New(rules access.Settings, lim *ratelimit.Limiter, caller ratelimit.Caller, log *slog.Logger) *Gate {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Gate{rules: rules, limiter: lim, caller: caller, log: log}
+}
+
+// Open is a gate with no rules and no limits: every caller may read what
+// its own credentials allow, and nothing is counted.
+func Open() *Gate { return New(access.Settings{}, nil, nil, nil) }
+
+// Check returns nil when the caller of ctx may read layer, else the 403
+// to answer, the same whether the layer exists or not. Listings use it to
+// leave out what a caller may not see.
+func (g *Gate) Check(ctx context.Context, layer string) error { return g.rules.Check(ctx, layer) }
+
+// Readable says whether the caller of ctx may read layer.
+func (g *Gate) Readable(ctx context.Context, layer string) bool { return g.Check(ctx, layer) == nil }
+
+// Admit checks, admits and charges a request. When it returns ok false
+// the answer (403, 429 or 503) has been written and the handler returns.
+func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
+	st := stateOf(c)
+	if st != nil {
+		st.asked = true
+	}
+	ctx := c.Request.Context()
+	for _, l := range a.Layers {
+		if err := g.rules.Check(ctx, l); err != nil {
+			httpx.Abort(c, err)
+			return nil, false
+		}
+	}
+	policy := a.Policy
+	if policy == "" && st != nil {
+		policy = st.policy
+	}
+	if policy == Free || g.limiter == nil {
+		return &pass{}, true
+	}
+	p := &pass{}
+	for _, ch := range g.charges(policy, a) {
+		release, ok := g.limiter.Admit(c, ch.policy, ch.cost, g.caller)
+		if !ok {
+			p.Done()
+			return nil, false
+		}
+		p.releases = append(p.releases, release)
+		p.charges = append(p.charges, ch)
+	}
+	return p, true
+}
+
+// charge is what one policy is charged for a request.
+type charge struct {
+	policy string
+	cost   int
+}
+
+// charges groups a request's cost by policy: each layer's own policy
+// (unless cached) and multiplier apply to its share; a request that reads
+// no layer spends the route's policy once.
+func (g *Gate) charges(policy string, a Ask) []charge {
+	cost := max(a.Cost, 1)
+	if len(a.Layers) == 0 {
+		return []charge{{policy, cost}}
+	}
+	var out []charge
+	for _, l := range a.Layers {
+		p, n := g.rules.Limit(l, policy, cost)
+		if a.Cached {
+			p = policy
+		}
+		i := 0
+		for i < len(out) && out[i].policy != p {
+			i++
+		}
+		if i == len(out) {
+			out = append(out, charge{policy: p})
+		}
+		out[i].cost += n
+	}
+	return out
+}
+
+// Done releases what the request held (in-flight slots); call it once
+// the request has been answered.
+func (p *pass) Done() {
+	rs := p.releases
+	p.releases = nil
+	for _, r := range rs {
+		r()
+	}
+}

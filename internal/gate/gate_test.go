@@ -1,0 +1,94 @@
+package gate
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/geogate/geogate/internal/access"
+	"github.com/geogate/geogate/internal/auth"
+)
+
+func TestCharges(t *testing.T) {
+	g := New(access.Settings{Layers: map[string]access.Rule{
+		"roads":   {Policy: "heavy", Cost: 5},
+		"parcels": {Cost: 2},
+	}}, nil, nil, nil)
+	for _, tc := range []struct {
+		name string
+		ask  Ask
+		want []charge
+	}{
+		{"NoLayer", Ask{}, []charge{{"geofence", 1}}},
+		{"NoLayerCost", Ask{Cost: 4}, []charge{{"geofence", 4}}},
+		{"PlainLayer", Ask{Layers: []string{"places"}, Cost: 3}, []charge{{"geofence", 3}}},
+		{"OwnPolicy", Ask{Layers: []string{"roads"}, Cost: 3}, []charge{{"heavy", 15}}},
+		{"Multiplier", Ask{Layers: []string{"parcels"}}, []charge{{"geofence", 2}}},
+		{"Composite", Ask{Layers: []string{"places", "roads", "parcels"}}, []charge{{"geofence", 3}, {"heavy", 5}}},
+		{"CachedKeepsPolicy", Ask{Layers: []string{"roads", "places"}, Cached: true}, []charge{{"geofence", 6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := g.charges("geofence", tc.ask)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(charge{})); diff != "" {
+				t.Errorf("charges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// serve runs one request through a gated route whose handler is h, as a
+// caller limited to layers.
+func serve(g *Gate, layers []string, h gin.HandlerFunc) *httptest.ResponseRecorder {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.GET("/x", func(c *gin.Context) {
+		id := auth.Identity{Kind: auth.KindKey, ID: "k", Layers: layers}
+		c.Request = c.Request.WithContext(auth.WithIdentity(c.Request.Context(), id))
+	}, g.Route("GET /x", Free), h)
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/x", nil))
+	return w
+}
+
+func TestRefusedLayerSameAnswer(t *testing.T) {
+	g := Open()
+	ask := func(layer string) gin.HandlerFunc {
+		return func(c *gin.Context) {
+			if p, ok := g.Admit(c, Ask{Layers: []string{layer}}); ok {
+				defer p.Done()
+				c.String(http.StatusOK, "served")
+			}
+		}
+	}
+	own := serve(g, []string{"places"}, ask("places"))
+	other := serve(g, []string{"places"}, ask("roads"))
+	unknown := serve(g, []string{"places"}, ask("nope"))
+	if own.Code != 200 || other.Code != 403 || unknown.Code != 403 {
+		t.Fatalf("own, other, unknown = %d, %d, %d; want 200, 403, 403", own.Code, other.Code, unknown.Code)
+	}
+	if a, b := other.Body.String(), strings.ReplaceAll(unknown.Body.String(), "nope", "roads"); a != b {
+		t.Errorf("refused bodies differ: %s and %s", a, b)
+	}
+}
+
+func TestRouteNoticesBypass(t *testing.T) {
+	var bypassed []string
+	g := Open()
+	g.Bypassed = func(route string) { bypassed = append(bypassed, route) }
+	serve(g, nil, func(c *gin.Context) { c.String(http.StatusOK, "unchecked") })
+	serve(g, nil, func(c *gin.Context) { c.String(http.StatusNotFound, "refused before the gate") })
+	serve(g, nil, func(c *gin.Context) {
+		if p, ok := g.Admit(c, Ask{}); ok {
+			p.Done()
+			c.String(http.StatusOK, "checked")
+		}
+	})
+	if !slices.Equal(bypassed, []string{"GET /x"}) {
+		t.Errorf("bypasses reported = %v, want only the unchecked success", bypassed)
+	}
+}
