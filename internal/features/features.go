@@ -55,8 +55,8 @@ type Service struct {
 	// changes, since its layers are then new values.
 	sql sync.Map // *catalog.Layer -> *layerSQL
 	// access and scope say what the caller of a request may see.
-	gate   Gate
-	scope  func(ctx context.Context) *spatial.Scope
+	gate  Gate
+	scope func(ctx context.Context) *spatial.Scope
 }
 
 // Access is what the Service asks of the caller of each request: the
