@@ -203,7 +203,14 @@ func (s *Service) Items(c *gin.Context) {
 	b.Write(lj)
 	b.WriteByte('}')
 	c.Header("Content-Crs", contentCRS(p.CRS))
+	pass.Spent(gate.Usage{Cost: spent(len(p.Features), b.Len())})
 	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
+}
+
+// spent is what a page really cost: one unit per 100 features returned
+// and one more per MiB written, at least 1.
+func spent(features, bytes int) int {
+	return max(1, (features+99)/100+bytes>>20)
 }
 
 // withQuery is href with v's parameters, cursor replaced.
@@ -271,9 +278,9 @@ func (s *Service) Item(c *gin.Context) {
 	c.Data(http.StatusOK, typeGeoJSON, body)
 }
 
-// PageCost is what an items request costs its caller's features budget:
-// one per 100 features it may return (its limit), so that a bulk download
-// pays for what it takes.
+// pageCost is what an items request reserves of its caller's features
+// budget: one unit per 100 features it may return (its limit); once
+// answered it is charged for what it returned (spent).
 func (s *Service) pageCost(v url.Values) int {
 	n, err := parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
 	if err != nil {

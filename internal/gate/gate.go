@@ -13,6 +13,7 @@ package gate
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -43,16 +44,32 @@ type Ask struct {
 	Cost int
 }
 
-// Pass is an admitted request: Done releases what it holds once it has
-// been answered (more calls do nothing).
+// Pass is an admitted request. Spent tells it what the request really
+// cost, when the handler knows better than its estimate; Done settles the
+// true cost (what Spent said, and the database time measured) and
+// releases what the request holds. Call Done once it has been answered;
+// more calls do nothing.
 type Pass interface {
+	Spent(Usage)
 	Done()
+}
+
+// Usage is what a request really cost, as its handler measured it.
+type Usage struct {
+	// Cost is the true cost in the units the estimate (Ask.Cost) was in;
+	// 0 keeps the estimate.
+	Cost int
 }
 
 // pass is the gate's Pass.
 type pass struct {
+	g        *Gate
+	ctx      context.Context
+	route    string
 	releases []func()
 	charges  []charge
+	usage    Usage
+	done     bool
 }
 
 // Gate admits requests. Its zero value is not usable; see New.
@@ -61,6 +78,12 @@ type Gate struct {
 	limiter *ratelimit.Limiter
 	caller  ratelimit.Caller
 	log     *slog.Logger
+	est     *estimates
+	// DBTime, when set, is the database time the request of ctx has
+	// spent so far; WithMeter prepares a request's context to measure it.
+	// Without them a policy of database time is charged its estimates.
+	DBTime    func(ctx context.Context) time.Duration
+	WithMeter func(ctx context.Context) context.Context
 	// Bypassed, when set, is told of a gated route that answered without
 	// asking the gate (a programming error; tests fail on it).
 	Bypassed func(route string)
@@ -73,7 +96,7 @@ func New(rules access.Settings, lim *ratelimit.Limiter, caller ratelimit.Caller,
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Gate{rules: rules, limiter: lim, caller: caller, log: log}
+	return &Gate{rules: rules, limiter: lim, caller: caller, log: log, est: newEstimates()}
 }
 
 // Open is a gate with no rules and no limits: every caller may read what
@@ -103,19 +126,29 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 		}
 	}
 	policy := a.Policy
-	if policy == "" && st != nil {
-		policy = st.policy
+	route := ""
+	if st != nil {
+		route = st.route
+		if policy == "" {
+			policy = st.policy
+		}
 	}
 	if policy == Free || g.limiter == nil {
-		return &pass{}, true
+		return &pass{done: true}, true
 	}
-	p := &pass{}
+	p := &pass{g: g, ctx: ctx, route: route}
 	for _, ch := range g.charges(policy, a) {
-		release, ok := g.limiter.Admit(c, ch.policy, ch.cost, g.caller)
+		if pol, ok := g.limiter.Policy(ch.policy); ok && pol.Unit() == ratelimit.DBTime {
+			ch.dbTime = true
+			ch.learn = learnKey(route, ch, a)
+			ch.cost = g.est.of(ch.learn, ch.weight)
+		}
+		release, d, ok := g.limiter.Reserve(c, ch.policy, ch.cost, g.caller)
 		if !ok {
-			p.Done()
+			p.release()
 			return nil, false
 		}
+		ch.decision = d
 		p.releases = append(p.releases, release)
 		p.charges = append(p.charges, ch)
 	}
@@ -125,7 +158,15 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 // charge is what one policy is charged for a request.
 type charge struct {
 	policy string
-	cost   int
+	cost   int // reserved, in the policy's unit
+	// weight is the sum of the layers' multipliers (1 without layers):
+	// a measured cost counts that many times.
+	weight int
+	// dbTime says the policy counts database time; learn is the key its
+	// estimate is learned under.
+	dbTime   bool
+	learn    string
+	decision ratelimit.Decision
 }
 
 // charges groups a request's cost by policy: each layer's own policy
@@ -134,7 +175,7 @@ type charge struct {
 func (g *Gate) charges(policy string, a Ask) []charge {
 	cost := max(a.Cost, 1)
 	if len(a.Layers) == 0 {
-		return []charge{{policy, cost}}
+		return []charge{{policy: policy, cost: cost, weight: 1}}
 	}
 	var out []charge
 	for _, l := range a.Layers {
@@ -150,13 +191,25 @@ func (g *Gate) charges(policy string, a Ask) []charge {
 			out = append(out, charge{policy: p})
 		}
 		out[i].cost += n
+		out[i].weight += n / cost
 	}
 	return out
 }
 
-// Done releases what the request held (in-flight slots); call it once
-// the request has been answered.
+func (p *pass) Spent(u Usage) { p.usage = u }
+
+// Done settles what the request really cost and releases what it held
+// (in-flight slots); call it once the request has been answered.
 func (p *pass) Done() {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.settle()
+	p.release()
+}
+
+func (p *pass) release() {
 	rs := p.releases
 	p.releases = nil
 	for _, r := range rs {

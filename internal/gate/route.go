@@ -6,8 +6,8 @@ import (
 
 // state is what the gate knows of the request in flight on a gated route.
 type state struct {
-	policy string
-	asked  bool
+	route, policy string
+	asked         bool
 }
 
 const stateKey = "geogate.gate"
@@ -27,8 +27,11 @@ func stateOf(c *gin.Context) *state {
 // without a test noticing.
 func (g *Gate) Route(name, policy string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		st := &state{policy: policy}
+		st := &state{route: name, policy: policy}
 		c.Set(stateKey, st)
+		if g.WithMeter != nil {
+			c.Request = c.Request.WithContext(g.WithMeter(c.Request.Context()))
+		}
 		c.Next()
 		if st.asked || c.Writer.Status() >= 400 {
 			return

@@ -27,6 +27,8 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Backend is BackendRedis, BackendLocal or BackendNone.
 	Backend string
+	// res is what an admitted decision charged, for Settle.
+	res *reservation
 }
 
 // WindowState is one window after a decision.

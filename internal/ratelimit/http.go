@@ -55,12 +55,19 @@ func (l *Limiter) Middleware(policy string, cost func(*gin.Context) int, caller 
 // request has been answered (more calls do nothing); otherwise the answer
 // (429, or the error's status) is written and release is nil.
 func (l *Limiter) Admit(c *gin.Context, policy string, cost int, caller Caller) (release func(), ok bool) {
+	release, _, ok = l.Reserve(c, policy, cost, caller)
+	return release, ok
+}
+
+// Reserve is Admit that also returns the decision, which Settle takes to
+// charge the request's true cost once it is known.
+func (l *Limiter) Reserve(c *gin.Context, policy string, cost int, caller Caller) (release func(), d Decision, ok bool) {
 	identity, tier := caller(c.Request)
 	ctx := c.Request.Context()
 	release, ok, err := l.acquire(ctx, policy, identity)
 	if err != nil {
 		httpx.Abort(c, err)
-		return nil, false
+		return nil, Decision{}, false
 	}
 	if !ok {
 		// Refused before any window was charged: the headers tell what the
@@ -72,21 +79,21 @@ func (l *Limiter) Admit(c *gin.Context, policy string, cost int, caller Caller) 
 		}
 		c.Header("Retry-After", "1")
 		httpx.Abort(c, apperr.Limited("Too many requests in flight at once.", policy+"-concurrency"))
-		return nil, false
+		return nil, Decision{}, false
 	}
-	d, err := l.Check(ctx, Request{Policy: policy, Identity: identity, Tier: tier, Cost: cost})
+	d, err = l.Check(ctx, Request{Policy: policy, Identity: identity, Tier: tier, Cost: cost})
 	if err != nil {
 		release()
 		httpx.Abort(c, err)
-		return nil, false
+		return nil, Decision{}, false
 	}
 	writeHeaders(c.Writer.Header(), d)
 	if !d.Allowed {
 		release()
 		httpx.Abort(c, d.refusal())
-		return nil, false
+		return nil, Decision{}, false
 	}
-	return release, true
+	return release, d, true
 }
 
 // writeHeaders sets the rate-limit fields for d: the IETF draft's

@@ -133,7 +133,7 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 			l.redis.batch = newBatcher(rdb, o.Pipeline, o.PipelineWorkers, o.Timeout, l.m.reloads.Inc)
 		}
 		obs := map[string][2]prometheus.Observer{}
-		for _, op := range []string{"log", "counter", "read", "acquire", "release", "inflight"} {
+		for _, op := range []string{"log", "counter", "read", "acquire", "release", "inflight", "settle"} {
 			obs[op] = [2]prometheus.Observer{l.m.redisDur.WithLabelValues(op, "ok"), l.m.redisDur.WithLabelValues(op, "error")}
 		}
 		l.redis.observe = func(op string, d time.Duration, err error) {
@@ -270,12 +270,16 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	ws := p.windowsFor(r.Tier, r.Identity)
 	key := p.key(r.Identity)
 	at := l.at(r.At)
-	o, backend, err := l.decide(ctx, p, key, at, cost, ws, l.tallyFor(key, r.Identity, at))
+	member := l.member()
+	o, backend, err := l.decide(ctx, p, key, at, cost, ws, member, l.tallyFor(key, r.Identity, at))
 	if err != nil {
 		l.m.decisions.WithLabelValues(p.Name, "unavailable", backend).Inc()
 		return Decision{}, err
 	}
 	d := newDecision(p, ws, cost, o, backend)
+	if o.admitted && backend != BackendNone {
+		d.res = &reservation{policy: p.Name, alg: p.Algorithm, key: key, member: member, cost: cost, at: o.now, backend: backend, set: ws, quotas: quotas(key, ws, o.now)}
+	}
 	outcome := 0
 	if d.Limited {
 		outcome = 1
@@ -321,10 +325,10 @@ func backendIndex(b string) int {
 
 // decide asks Redis unless the breaker keeps it away, then falls back as
 // the policy says.
-func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet, t *tally) (outcome, string, error) {
+func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet, member string, t *tally) (outcome, string, error) {
 	var o outcome
 	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
-		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, l.member(), t)
+		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, member, t)
 		return err
 	})
 	switch {

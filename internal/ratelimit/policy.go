@@ -21,6 +21,10 @@ import (
 type Window struct {
 	Limit  int
 	Period time.Duration
+	// Unit is what the window counts: requests' costs (the empty Unit,
+	// written "10/1s") or milliseconds of database time (DBTime, written
+	// "5000ms/1m"). Every window of a policy counts the same unit.
+	Unit Unit
 	// Calendar, when set, makes the window a quota per calendar period,
 	// which resets at the period's start (midnight, or the first of the
 	// month, in the policy's Location). Period is then only the period's
@@ -29,7 +33,26 @@ type Window struct {
 	Calendar Calendar
 }
 
-func (w Window) String() string { return strconv.Itoa(w.Limit) + "/" + w.period() }
+func (w Window) String() string { return strconv.Itoa(w.Limit) + string(w.Unit) + "/" + w.period() }
+
+// Unit is what a window counts.
+type Unit string
+
+const (
+	// Requests counts what each request costs by its route's rule.
+	Requests Unit = ""
+	// DBTime counts milliseconds of PostgreSQL time, measured after each
+	// request and settled against what it reserved.
+	DBTime Unit = "ms"
+)
+
+// Unit is what the policy's windows count.
+func (p Policy) Unit() Unit {
+	if len(p.Windows) == 0 {
+		return Requests
+	}
+	return p.Windows[0].Unit
+}
 
 // period is how the window's period is written: "1s", "1m", ..., or
 // "1d@calendar" and "1mo@calendar".
@@ -248,9 +271,17 @@ func ParseWindows(s string) ([]Window, error) {
 		if !ok {
 			return nil, fmt.Errorf("window %q: want LIMIT/PERIOD such as 10/1s", part)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(lim))
+		lim, ms := strings.CutSuffix(strings.TrimSpace(lim), string(DBTime))
+		n, err := strconv.Atoi(lim)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("window %q: limit must be a whole number of at least 1", part)
+			return nil, fmt.Errorf("window %q: limit must be a whole number of at least 1, or of milliseconds of database time such as 5000ms", part)
+		}
+		unit := Requests
+		if ms {
+			unit = DBTime
+		}
+		if len(ws) > 0 && ws[0].Unit != unit {
+			return nil, fmt.Errorf("window %q: every window of a policy counts one unit: requests (10/1s) or database time (5000ms/1m)", part)
 		}
 		per = strings.TrimSpace(per)
 		if p, ok := strings.CutSuffix(per, "@calendar"); ok {
@@ -258,14 +289,16 @@ func ParseWindows(s string) ([]Window, error) {
 			if err != nil {
 				return nil, fmt.Errorf("window %q: %v", part, err)
 			}
-			ws = append(ws, CalendarWindow(n, c))
+			w := CalendarWindow(n, c)
+			w.Unit = unit
+			ws = append(ws, w)
 			continue
 		}
 		d, err := parsePeriod(per)
 		if err != nil {
 			return nil, fmt.Errorf("window %q: %v", part, err)
 		}
-		ws = append(ws, Window{Limit: n, Period: d})
+		ws = append(ws, Window{Limit: n, Period: d, Unit: unit})
 	}
 	if len(ws) == 0 {
 		return nil, errors.New("no windows: want LIMIT/PERIOD[,LIMIT/PERIOD...] such as 10/1s,600/1m")
@@ -362,6 +395,9 @@ func (p *Policy) Validate() error {
 		}
 		cals := map[Calendar]bool{}
 		for _, w := range ws {
+			if w.Unit != p.Unit() {
+				return fmt.Errorf("policy %s: %s: window %s counts another unit than the policy's %s", p.Name, what, w, p.Windows[0])
+			}
 			if w.Limit < 1 {
 				return fmt.Errorf("policy %s: %s: window %s: the limit must be at least 1", p.Name, what, w)
 			}

@@ -26,6 +26,10 @@ func TestParseWindows(t *testing.T) {
 		{in: "10/1s,20/1s", wantErr: "two windows of 1s"},
 		{in: "10/8d", wantErr: "at most 7d"},
 		{in: "10/fortnight", wantErr: "want a duration"},
+		{in: "5000ms/1m, 500ms/1s", want: []Window{{Limit: 500, Period: time.Second, Unit: DBTime}, {Limit: 5000, Period: time.Minute, Unit: DBTime}}},
+		{in: "100000ms/1d@calendar", want: []Window{{Limit: 100000, Period: 24 * time.Hour, Calendar: Day, Unit: DBTime}}},
+		{in: "10/1s,5000ms/1m", wantErr: "counts one unit"},
+		{in: "ms/1s", wantErr: "whole number"},
 	} {
 		got, err := ParseWindows(tc.in)
 		if tc.wantErr != "" {

@@ -51,7 +51,7 @@ func (l *Limiter) Usage(ctx context.Context, r Request) (Usage, error) {
 // read is the decision a request of cost 0 gets: the windows, untouched.
 func (l *Limiter) read(ctx context.Context, p *compiled, r Request) (Decision, error) {
 	ws := p.windowsFor(r.Tier, r.Identity)
-	o, backend, err := l.decide(ctx, p, p.key(r.Identity), l.at(r.At), 0, ws, nil)
+	o, backend, err := l.decide(ctx, p, p.key(r.Identity), l.at(r.At), 0, ws, "", nil)
 	if err != nil {
 		return Decision{}, err
 	}

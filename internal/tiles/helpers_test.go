@@ -294,6 +294,8 @@ type hooks struct {
 
 type donePass func()
 
+func (donePass) Spent(gate.Usage) {}
+
 func (d donePass) Done() {
 	if d != nil {
 		d()
