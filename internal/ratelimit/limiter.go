@@ -34,8 +34,10 @@ type Options struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// BreakerThreshold consecutive Redis failures open the circuit breaker
-	// (default 3); BreakerCooldown later (default 500ms) one request probes
-	// Redis again and the first success closes it.
+	// (default 3). While it is open, the limiter pings Redis every
+	// BreakerCooldown (default 500ms), with or without traffic, and the
+	// first answer closes it, after the units admitted in process meanwhile
+	// have been handed over to Redis.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
 	// Pipeline, when above 1, sends the script calls of concurrent
@@ -108,7 +110,7 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 	}
 	l := &Limiter{
 		local:     newLocalStore(),
-		br:        newBreaker(o.BreakerThreshold, o.BreakerCooldown),
+		br:        newBreaker(o.BreakerThreshold, o.BreakerCooldown, o.Timeout),
 		timeout:   o.Timeout,
 		m:         newMetrics(o.Registerer),
 		log:       o.Logger,
@@ -143,6 +145,8 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 			}
 			obs[op][i].Observe(d.Seconds())
 		}
+		l.br.ping = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
+		l.br.handOver = l.handOver
 	}
 	l.br.onChange = func(open bool) {
 		if open {
@@ -157,10 +161,11 @@ func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Lim
 	return l, nil
 }
 
-// Close stops the pipeline senders, if any; decisions after Close fall
-// back as when Redis is unavailable.
+// Close stops probing Redis and the pipeline senders, if any; decisions
+// after Close fall back as when Redis is unavailable.
 func (l *Limiter) Close() {
 	l.closeOnce.Do(func() {
+		l.br.close()
 		if l.redis != nil && l.redis.batch != nil {
 			l.redis.batch.close()
 		}
@@ -327,49 +332,75 @@ func backendIndex(b string) int {
 // the policy says.
 func (l *Limiter) decide(ctx context.Context, p *compiled, key string, at int64, cost int, ws *windowSet, member string, t *tally) (outcome, string, error) {
 	var o outcome
-	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
+	var err error
+	backend, rerr := l.route(ctx, p, func(ctx context.Context) (err error) {
 		o, err = l.redis.decide(ctx, p.Algorithm, key, at, cost, ws, member, t)
 		return err
+	}, func() {
+		o, err = l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "", nil)
 	})
 	switch {
-	case err != nil:
-		return outcome{}, BackendNone, err
-	case decided:
-		return o, BackendRedis, nil
-	}
-	local, err := l.fallback(p)
-	switch {
-	case err != nil:
-		return outcome{}, BackendNone, err
-	case !local:
+	case rerr != nil:
+		return outcome{}, BackendNone, rerr
+	case backend == BackendNone:
 		return outcome{admitted: true}, BackendNone, nil // failed open: nothing counted
 	}
-	o, err = l.local.decide(ctx, p.Algorithm, key, at, cost, ws, "", nil)
-	return o, BackendLocal, err
+	return o, backend, err
+}
+
+// route runs onRedis against Redis and, when Redis did not decide, falls
+// back as p says: inProcess decides in process (BackendLocal), or nothing
+// is decided (BackendNone, failing open), or an error says Redis is
+// unavailable. A request the breaker kept away decides in process only if
+// the breaker is still open then; had it closed meanwhile, Redis, which
+// has been handed the in-process counts, decides, so that no window is
+// decided in both places once Redis is back.
+func (l *Limiter) route(ctx context.Context, p *compiled, onRedis func(context.Context) error, inProcess func()) (string, error) {
+	for {
+		decided, kept, err := l.onRedis(ctx, p, onRedis)
+		switch {
+		case err != nil:
+			return BackendNone, err
+		case decided:
+			return BackendRedis, nil
+		}
+		local, err := l.fallback(p)
+		switch {
+		case err != nil:
+			return BackendNone, err
+		case !local:
+			return BackendNone, nil
+		}
+		if l.br.inProcess(kept, inProcess) {
+			return BackendLocal, nil
+		}
+	}
 }
 
 // onRedis runs call against Redis, within the Redis timeout, unless there
-// is no Redis or the breaker keeps calls away from it. It reports whether
-// Redis answered; Redis errors feed the breaker and are logged, not
-// returned. The only error is ctx's own, when the caller gave up first:
-// that says nothing about Redis.
-func (l *Limiter) onRedis(ctx context.Context, p *compiled, call func(context.Context) error) (bool, error) {
-	if l.redis == nil || !l.br.allow() {
-		return false, nil
+// is no Redis or the breaker keeps calls away from it (kept). It reports
+// whether Redis answered; Redis errors feed the breaker and are logged,
+// not returned. The only error is ctx's own, when the caller gave up
+// first: that says nothing about Redis.
+func (l *Limiter) onRedis(ctx context.Context, p *compiled, call func(context.Context) error) (decided, kept bool, err error) {
+	if l.redis == nil {
+		return false, false, nil
+	}
+	if !l.br.allow() {
+		return false, true, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	err := call(cctx)
+	err = call(cctx)
 	cancel()
 	if err != nil && ctx.Err() != nil {
-		l.br.abandon()
-		return false, ctx.Err()
+		return false, false, ctx.Err()
 	}
 	l.br.done(err)
 	if err != nil {
 		l.warn(p.Name, "ratelimit: redis call failed", "policy", p.Name, "err", err.Error())
-		return false, nil
+		return false, false, nil
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // fallback says how p decides when Redis did not: in process (local), by
@@ -421,26 +452,21 @@ func (l *Limiter) acquire(ctx context.Context, policy, identity string) (release
 	}
 	key := flightKey(p.Name, identity)
 	token := l.member()
-	var st store
-	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
+	backend, err := l.route(ctx, p, func(ctx context.Context) (err error) {
 		ok, _, err = l.redis.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
 		return err
+	}, func() {
+		ok, _, _ = l.local.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	if decided {
+	var st store = l.local
+	switch backend {
+	case BackendNone:
+		return noop, true, nil
+	case BackendRedis:
 		st = l.redis
-	} else {
-		local, err := l.fallback(p)
-		if err != nil {
-			return nil, false, err
-		}
-		if !local {
-			return noop, true, nil
-		}
-		ok, _, _ = l.local.acquire(ctx, key, 0, p.Concurrency, p.Lease, token)
-		st = l.local
 	}
 	if !ok {
 		l.m.inflight.WithLabelValues(p.Name, "rejected").Inc()

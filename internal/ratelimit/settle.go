@@ -55,7 +55,7 @@ func (l *Limiter) Settle(ctx context.Context, d Decision, actual int) error {
 		if !ok {
 			return fmt.Errorf("%w %q", ErrUnknownPolicy, r.policy)
 		}
-		_, err := l.onRedis(ctx, p, func(ctx context.Context) error {
+		_, _, err := l.onRedis(ctx, p, func(ctx context.Context) error {
 			return l.redis.settle(ctx, r, delta, at)
 		})
 		return err

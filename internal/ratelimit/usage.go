@@ -63,16 +63,14 @@ func (l *Limiter) read(ctx context.Context, p *compiled, r Request) (Decision, e
 func (l *Limiter) inFlight(ctx context.Context, p *compiled, identity string) (int, error) {
 	key := flightKey(p.Name, identity)
 	var n int
-	decided, err := l.onRedis(ctx, p, func(ctx context.Context) (err error) {
+	backend, err := l.route(ctx, p, func(ctx context.Context) (err error) {
 		n, err = l.redis.inFlight(ctx, key, 0)
 		return err
+	}, func() {
+		n, _ = l.local.inFlight(ctx, key, 0)
 	})
-	if err != nil || decided {
-		return n, err
-	}
-	local, err := l.fallback(p)
-	if err != nil || !local {
+	if err != nil || backend == BackendNone {
 		return 0, err
 	}
-	return l.local.inFlight(ctx, key, 0)
+	return n, nil
 }
