@@ -24,6 +24,7 @@ func loadGeofence(r *reader, db DB) geofence.Settings {
 			},
 			MaxVertices:  r.integer("GEOFENCE_MAX_VERTICES", 100_000, 4, 10_000_000),
 			MaxBodyBytes: r.integer("GEOFENCE_MAX_BODY_BYTES", 5<<20, 1<<10, 1<<30),
+			MaxPageBytes: r.integer("GEOFENCE_MAX_PAGE_BYTES", 8<<20, 64<<10, 1<<30),
 		},
 		Own:       db.Schema,
 		CursorKey: r.str("GEOFENCE_CURSOR_KEY", ""),

@@ -57,12 +57,15 @@ w AS (
 )
 SELECT v.reason, w.id, w.name, w.properties - 'name', ST_AsGeoJSON(w.geom)
 FROM v LEFT JOIN w ON true`
-	// A caller with a spatial scope ($2, WKB; NULL for the whole world)
-	// sees the fences meeting it and changes only those inside it.
-	getFenceSQL = `SELECT id, name, properties - 'name', ST_AsGeoJSON(geom) FROM geofences
-WHERE id = $1 AND ($2::bytea IS NULL OR ST_Intersects(geom, ST_GeomFromWKB($2, 4326)))`
+	// A caller with a spatial scope (WKB; NULL for the whole world)
+	// changes only the fences wholly inside it.
 	deleteFenceSQL = `DELETE FROM geofences
 WHERE id = $1 AND ($2::bytea IS NULL OR ST_CoveredBy(geom, ST_GeomFromWKB($2, 4326)))`
+)
+
+// The readers answer a caller with a spatial scope only the part of a fence
+// inside it (see cutToScope).
+var (
 	// A fence is listed when its shape meets the box ($2..$5): the
 	// fences' index finds those whose bounding box does (&&); a fence
 	// whose bounding box lies inside the box (@) meets it; for the others
@@ -73,8 +76,10 @@ WHERE id = $1 AND ($2::bytea IS NULL OR ST_CoveredBy(geom, ST_GeomFromWKB($2, 43
 	// of zero width or height is a point or a line, for which GEOS runs a
 	// full topological test that throws on an invalid part (imported
 	// borders have some), while a true rectangle takes its fast path.
-	listFencesSQL = `
-SELECT f.id, f.name, f.properties - 'name', ST_AsGeoJSON(f.geom) FROM geofences f
+	// $8 is the page's byte budget (see budgetSQL).
+	listFencesSQL = budgetSQL(`
+SELECT f.id, f.name, (f.properties - 'name')::text AS props, ST_AsGeoJSON(c.g) AS geo FROM geofences f
+CROSS JOIN LATERAL `+scopedFenceSQL("f.geom", "$7")+` c
 WHERE f.id > $1
   AND ($2::float8 IS NULL
        OR (f.geom && ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326)
@@ -87,8 +92,16 @@ WHERE f.id > $1
                AND (ST_Intersects(p.geom, ST_Expand(ST_MakeEnvelope(CASE WHEN $2 <= $4 THEN $2 ELSE -180 END, $3, $4, $5, 4326), 1e-9))
                     OR ($2 > $4 AND ST_Intersects(p.geom, ST_Expand(ST_MakeEnvelope($2, $3, 180, $5, 4326), 1e-9)))))))
   AND ($7::bytea IS NULL OR ST_Intersects(f.geom, ST_GeomFromWKB($7, 4326)))
+  AND NOT ST_IsEmpty(c.g)
 ORDER BY f.id
-LIMIT $6`
+LIMIT $6`, "id, name, props, geo", []string{"id"}, "$8")
+	// A caller with a spatial scope ($2) reads a fence only when part of
+	// it lies in the scope, and only that part.
+	getFenceSQL = `
+SELECT f.id, f.name, f.properties - 'name', ST_AsGeoJSON(c.g) FROM geofences f
+CROSS JOIN LATERAL ` + scopedFenceSQL("f.geom", "$2") + ` c
+WHERE f.id = $1 AND ($2::bytea IS NULL OR ST_Intersects(f.geom, ST_GeomFromWKB($2, 4326)))
+  AND NOT ST_IsEmpty(c.g)`
 )
 
 // CreateFence stores in and returns it with its id. An invalid geometry
@@ -103,6 +116,14 @@ func (s *Service) CreateFence(ctx context.Context, in FenceInput) (Feature, erro
 // geometry.
 func (s *Service) UpdateFence(ctx context.Context, id int64, in FenceInput, scope []byte) (Feature, error) {
 	return s.writeFence(ctx, updateFenceSQL, in.Name, in.Props, in.WKB, id, scopeArg(scope))
+}
+
+// budgetArg is a page's byte budget as a query argument: NULL for none.
+func budgetArg(n int) any {
+	if n <= 0 {
+		return nil
+	}
+	return int64(n)
 }
 
 // scopeArg is a spatial scope as a query argument: NULL for the world.
@@ -144,7 +165,8 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 }
 
 // GetFence returns fence id, or apperr.NotFound; with a spatial scope (as
-// WKB, nil for the whole world) only a fence meeting it is found.
+// WKB, nil for the whole world) only a fence with part of it inside the
+// scope is found, and its geometry is cut to the scope.
 func (s *Service) GetFence(ctx context.Context, id int64, scope []byte) (Feature, error) {
 	var f Feature
 	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
@@ -189,28 +211,39 @@ type ListQuery struct {
 	Limit   int
 	AfterID int64
 	// Scope, a spatial scope as WKB, limits the answer to the fences
-	// meeting it; nil is the whole world.
+	// with part of them inside it, cut to it; nil is the whole world.
 	Scope []byte
+	// MaxBytes bounds the encoded size of the page (see pageBytes); 0
+	// means no bound.
+	MaxBytes int
 }
 
-// ListFences returns up to q.Limit fences after q.AfterID in id order, and
-// whether more remain.
+// ListFences returns up to q.Limit fences after q.AfterID in id order,
+// fewer when they would pass q.MaxBytes, and whether more remain.
 func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool, error) {
-	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1, scopeArg(q.Scope)}
+	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1, scopeArg(q.Scope), budgetArg(q.MaxBytes)}
 	if b := q.BBox; b != nil {
 		args[1], args[2], args[3], args[4] = b.West, b.South, b.East, b.North
 	}
-	fs := make([]Feature, 0, min(q.Limit+1, 128))
+	fs := make([]Feature, 0, min(q.Limit, 128))
+	more := false
 	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, listFencesSQL, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		page := pageBytes{max: q.MaxBytes}
 		for rows.Next() {
 			var f Feature
 			if err := rows.Scan(&f.ID, &f.Name, &f.Props, &f.Geometry); err != nil {
 				return err
+			}
+			// The row past the page tells that more remain; the database
+			// sends few if any after it (see budgetSQL).
+			if len(fs) == q.Limit || !page.fits(featureSize(f, false)) {
+				more = true
+				break
 			}
 			fs = append(fs, f)
 		}
@@ -219,10 +252,7 @@ func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool,
 	if err != nil {
 		return nil, false, err
 	}
-	if len(fs) > q.Limit {
-		return fs[:q.Limit], true, nil
-	}
-	return fs, false, nil
+	return fs, more && len(fs) > 0, nil
 }
 
 // reasonShape is what ST_IsValidReason says ("Self-intersection[1 2]");

@@ -106,6 +106,7 @@ func (h *Handler) Within(c *gin.Context) {
 	if !h.check(c, q.Lng, q.Lat, q.Radius) {
 		return
 	}
+	q.Scope = h.scopeWKB(c)
 	page, err := h.svc.Within(c.Request.Context(), q.WithinQuery)
 	if err != nil {
 		httpx.Abort(c, err)
@@ -401,7 +402,7 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 
 // collection renders a GeoJSON FeatureCollection with a next link.
 func collection(fs []Feature, withDistance bool, next string) []byte {
-	b := append(make([]byte, 0, 256*len(fs)+128), `{"type":"FeatureCollection","features":[`...)
+	b := append(make([]byte, 0, pageSize(fs, withDistance)+len(next)+256), `{"type":"FeatureCollection","features":[`...)
 	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')

@@ -108,7 +108,8 @@ func quoteLiteralArray(names []string) string {
 // that SRID sure to hold the circle (own.search_box), then tested exactly
 // on the spheroid. $1 lng, $2 lat, $3 radius m, $4 rows, $5/$6 keyset
 // position (distance, key as text) or NULLs, $7 property names or NULL for
-// all.
+// all, $8 the caller's spatial scope (WKB) or NULL for the whole world, $9
+// the page's byte budget (see budgetSQL) or NULL for none.
 func withinSQL(l *catalog.Layer, own string, ownShape bool) string {
 	col := "l." + catalog.QuoteIdent(l.Column)
 	geog := geogExpr(l, "l")
@@ -149,7 +150,8 @@ near AS MATERIALIZED (
   SELECT r, %[1]s.search_box($1::float8, $2::float8, r, %[2]d) AS box
   FROM (SELECT LEAST($3::float8, (SELECT d FROM bound) * (1 + 1e-9) + 1e-6) AS r) x
 )
-SELECT r.k::text, %[8]s, r.d, %[9]s, %[10]s
+`+budgetSQL(`
+SELECT r.k, %[8]s AS name, r.d, (%[9]s)::text AS props, %[10]s AS geo
 FROM (
   SELECT l AS row, ST_Distance(%[3]s, (SELECT geog FROM q), true) AS d, %[11]s AS k
   FROM %[4]s l
@@ -157,18 +159,26 @@ FROM (
   ORDER BY d, k
   LIMIT $4::int
 ) r
-ORDER BY r.d, r.k`,
+ORDER BY r.d, r.k`, "k::text, name, d, props, geo", []string{"d", "k"}, "$9"),
 		own, l.SRID, geog, l.Qualified(), filter1, after, order,
 		name, propsExpr(l, ownShape), geoJSONRowExpr(l), key, filter2)
 }
 
-// geoJSONRowExpr is the GeoJSON geometry of the answer's row r.row.
+// geoJSONRowExpr is the GeoJSON geometry of the answer's row r.row, cut
+// to the spatial scope in $8 (WKB) unless that is NULL.
 func geoJSONRowExpr(l *catalog.Layer) string {
 	col := "(r.row)." + catalog.QuoteIdent(l.Column)
-	if l.Geography || l.SRID == 4326 {
-		return "ST_AsGeoJSON(" + col + ")"
+	whole, lonLat := "ST_AsGeoJSON(ST_Transform("+col+", 4326))", "ST_Transform("+col+", 4326)"
+	switch {
+	case l.Geography:
+		whole, lonLat = "ST_AsGeoJSON("+col+")", catalog.LonLatOfGeography(col, l.GeometryType)
+	case l.SRID == 4326:
+		whole, lonLat = "ST_AsGeoJSON("+col+")", col
 	}
-	return "ST_AsGeoJSON(ST_Transform(" + col + ", 4326))"
+	// The scoped branch is a subquery so that the geometry in longitude
+	// and latitude, which cutToScope repeats, is computed once.
+	cut := "(SELECT ST_AsGeoJSON(" + cutToScope("s.g", scopeWKBSQL("$8")) + ") FROM (SELECT " + lonLat + " AS g OFFSET 0) s)"
+	return "CASE WHEN $8::bytea IS NULL THEN " + whole + " ELSE " + cut + " END"
 }
 
 // keyJSON writes a feature id as JSON: a number for an integer key, a

@@ -23,6 +23,10 @@ type Rules struct {
 	MaxVertices int
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int
+	// MaxPageBytes bounds the encoded features of one page of /within or
+	// of the fence listing: a page ends early, with its next link, before
+	// the feature that would pass it. 0 means no bound.
+	MaxPageBytes int
 }
 
 const (
@@ -184,6 +188,7 @@ func parseWithin(v url.Values, r Rules) (withinRequest, error) {
 	q.Lat, _ = number(v, "lat", -90, 90, errs)
 	q.Radius, _ = radius(v, r, errs)
 	q.Limit = limit(v, r, errs)
+	q.MaxBytes = r.MaxPageBytes
 	q.Props = props(v, errs)
 	q.Layer = "places"
 	if s, ok := layer(v, errs); ok {
@@ -236,6 +241,7 @@ func parseList(v url.Values, r Rules) (listRequest, error) {
 	errs := &apperr.ValidationError{}
 	var q listRequest
 	q.Limit = limit(v, r, errs)
+	q.MaxBytes = r.MaxPageBytes
 	if s, ok := param(v, "bbox", errs); ok {
 		q.BBox = parseBBox(s, errs)
 	}

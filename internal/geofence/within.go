@@ -19,6 +19,13 @@ type WithinQuery struct {
 	// After resumes after this position (from a cursor); nil starts at the
 	// nearest feature.
 	After *Position
+	// Scope, a spatial scope as WKB (nil for the whole world), cuts each
+	// geometry to the scope. The circle lies inside the scope (the handler
+	// refuses any other), so every feature within it meets the scope.
+	Scope []byte
+	// MaxBytes bounds the encoded size of the page (see pageBytes); 0
+	// means no bound.
+	MaxBytes int
 }
 
 // Feature is one /within or geofence result. Props and Geometry are JSON
@@ -66,11 +73,12 @@ func withinArgs(q WithinQuery) []any {
 	if q.Props != nil {
 		props = q.Props
 	}
-	return []any{q.Lng, q.Lat, q.Radius, q.Limit + 1, afterD, afterKey, props}
+	return []any{q.Lng, q.Lat, q.Radius, q.Limit + 1, afterD, afterKey, props, scopeArg(q.Scope), budgetArg(q.MaxBytes)}
 }
 
 // Within returns one page of features of q.Layer within q.Radius metres,
-// nearest first by spheroid distance, ties by feature id. It fails with
+// nearest first by spheroid distance, ties by feature id, ending early
+// before the feature that would pass q.MaxBytes. It fails with
 // apperr.NotFound for an unknown layer, and with a validation error for a
 // property the layer does not have.
 func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error) {
@@ -82,6 +90,7 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 		return WithinPage{}, err
 	}
 	var page WithinPage
+	more := false
 	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, l.within, withinArgs(q)...)
 		if err != nil {
@@ -91,6 +100,7 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 		// Most pages are short: grow as rows come rather than reserve
 		// the whole limit per request (it dominated allocations).
 		page.Features = []Feature{}
+		size := pageBytes{max: q.MaxBytes}
 		for rows.Next() {
 			var f Feature
 			var key string
@@ -101,6 +111,12 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 			f.Name, f.NoName = deref(name), name == nil
 			f.Key = l.keyJSON(key)
 			f.keyText = key
+			// The row past the page tells that more remain; the database
+			// sends few if any after it (see budgetSQL).
+			if len(page.Features) == q.Limit || !size.fits(featureSize(f, true)) {
+				more = true
+				break
+			}
 			page.Features = append(page.Features, f)
 		}
 		return rows.Err()
@@ -108,9 +124,8 @@ func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error)
 	if err != nil {
 		return WithinPage{}, err
 	}
-	if len(page.Features) > q.Limit {
-		page.Features = page.Features[:q.Limit]
-		last := page.Features[q.Limit-1]
+	if n := len(page.Features); more && n > 0 {
+		last := page.Features[n-1]
 		if len(last.keyText) <= maxCursorKey {
 			page.Next = &Position{Dist: last.Distance, Key: last.keyText}
 		}
