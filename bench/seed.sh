@@ -8,9 +8,10 @@
 #     radius in the empty Atlantic (lng -30, lat 0): geogate has no cheaper
 #     rate-limited route answering 200, so its figure also holds one empty
 #     index probe in PostgreSQL;
-#   limiter, then refusal: geogate's /within with radius=0, which is charged
-#     to the limiter and then refused with a 422 (no database), next to the
-#     same /limited: the nearest thing to a bare limited route geogate has;
+#   limiter, no database: geogate's /conformance, a rate-limited document
+#     that reads no table (the features policy, raised out of the way), next
+#     to the same /limited: the nearest thing to a bare limited route
+#     geogate has (a malformed /within is refused before it is charged);
 #   /within at 1 km and 20 km around the same 64 city centres.
 # Limits are raised out of the way on both sides (geogate
 # RATELIMIT_GEOFENCE=100000/1s, the exact log's largest window; the seed
@@ -82,7 +83,7 @@ trap cleanup EXIT
 
 # Both sides get the same PostgreSQL pool, sized for the machine's cores.
 pool=${SEED_POOL:-8}
-DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$pool DB_MIN_CONNS=$pool \
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s RATELIMIT_FEATURES=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$pool DB_MIN_CONNS=$pool \
   PPROF_ADDR=$pprof_addr bin/api serve --port "$api_port" >/dev/null 2>"$res/seed-api.log" &
 pids+=($!)
 DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 SEED_POOL=$pool \
@@ -172,7 +173,7 @@ for case in limiter refused within1k within20k; do
   ok='"200"'
   case $case in
     limiter)   name="limiter only"; gurls=("http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1"); surls=("http://127.0.0.1:$seed_port/limited") ;;
-    refused)   name="limiter, then 422 (geogate)"; ok='"200","422"'; gurls=("http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=0"); surls=("http://127.0.0.1:$seed_port/limited") ;;
+    refused)   name="limiter, no database (geogate /conformance)"; gurls=("http://127.0.0.1:$api_port/conformance"); surls=("http://127.0.0.1:$seed_port/limited") ;;
     within1k)  name="/within 1 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 1000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 1000) ;;
     within20k) name="/within 20 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 20000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 20000) ;;
   esac

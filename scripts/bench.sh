@@ -184,7 +184,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         goal = (v["case"] ~ /^within/) ? 3 : 5
         label["limiter"] = "limiter only: geogate `/within` 1 m radius in the empty Atlantic vs the seed `/limited`"
-        label["refused"] = "limiter only: geogate `/within?radius=0` (charged, then 422, no database) vs the seed `/limited`"
+        label["refused"] = "limiter only: geogate `/conformance` (charged, no database) vs the seed `/limited`"
         label["within1k"] = "`/within` 1 km, geogate vs the seed FastAPI service"
         label["within20k"] = "`/within` 20 km, geogate vs the seed FastAPI service"
         printf "| %s, concurrency '"$conc"' | %s req/s (%s), p99 %s ms | seed (uvicorn, 1 worker): %s (%s), p99 %s ms | %sx | at least %dx, lower p99 | %s |\n", label[v["case"]], v["geogate_rps"], v["geogate_range"], v["geogate_p99"], v["seed_rps"], v["seed_range"], v["seed_p99"], v["ratio"], goal, (v["ratio"] >= goal && v["geogate_p99"] < v["seed_p99"]) ? "yes" : "no"

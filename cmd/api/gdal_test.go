@@ -221,3 +221,31 @@ func TestGDALCopiesAFilteredSubset(t *testing.T) {
 		t.Errorf("GDAL read %d pages: it filtered on its side, not through CQL2", n)
 	}
 }
+
+// TestGDALCopiesWithItsDefaults: a plain ogr2ogr copy, with GDAL's own
+// defaults (pages of 10, no retries) and the service's default policies,
+// finishes on a quiet server with every feature: small pages cost what
+// they are, not what a full page would.
+func TestGDALCopiesWithItsDefaults(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	key := "gdal-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	base, _ := startService(t, env)
+	where := "ST_Intersects(geom, ST_MakeEnvelope(5.9, 47.3, 15, 55, 4326))"
+	want := placesWhere(t, pool, where)
+	if len(want) < 2000 {
+		t.Fatalf("only %d places in Germany's box: the copy should take hundreds of pages", len(want))
+	}
+	gpkg := filepath.Join(t.TempDir(), "copy.gpkg")
+	gdal(t, "ogr2ogr", "-f", "GPKG", gpkg, "--config", "GDAL_HTTP_HEADERS", "x-api-key: "+key,
+		"OAPIF:"+base, "places", "-spat", "5.9", "47.3", "15", "55")
+	out := gdal(t, "ogr2ogr", "-f", "GeoJSON", "/vsistdout/", gpkg, "places")
+	var fc struct{ Features []gdalFeature }
+	if err := json.Unmarshal([]byte(out), &fc); err != nil {
+		t.Fatalf("read back the GeoPackage: %v\n%.500s", err, out)
+	}
+	if len(fc.Features) != len(want) {
+		t.Errorf("copied %d features with GDAL's defaults, SQL selects %d", len(fc.Features), len(want))
+	}
+}

@@ -61,7 +61,9 @@ type (
 		Policies []policyQuota `json:"policies"`
 	}
 	policyQuota struct {
-		Policy string   `json:"policy"`
+		Policy string `json:"policy"`
+		// Unit is what the windows count: requests or db-ms.
+		Unit   string   `json:"unit"`
 		Routes []string `json:"routes"`
 		// Layers are the layers (the caller may read) that spend this
 		// policy on the routes that read them.
@@ -135,7 +137,7 @@ func (q *quotas) serve(c *gin.Context) {
 			return
 		}
 		u := usage[i]
-		pq := policyQuota{Policy: p, Routes: q.guards[p], Windows: []windowQuota{}, Shadow: u.Shadow, Counted: u.Backend}
+		pq := policyQuota{Policy: p, Unit: q.unitName(p), Routes: q.guards[p], Windows: []windowQuota{}, Shadow: u.Shadow, Counted: u.Backend}
 		if ls := layers[p]; len(ls) > 0 {
 			slices.Sort(ls)
 			pq.Layers = ls
@@ -169,4 +171,12 @@ func seconds(d time.Duration) int64 {
 		s++
 	}
 	return s
+}
+
+// unitName is how /rate_limit names what a policy's windows count.
+func (q *quotas) unitName(policy string) string {
+	if p, ok := q.s.limiter.Policy(policy); ok && p.Unit() == ratelimit.DBTime {
+		return "db-ms"
+	}
+	return "requests"
 }

@@ -160,7 +160,7 @@ func (s *services) layers(c *gin.Context) {
 		return
 	}
 	defer p.Done()
-	s.catalog.List(s.gate.Readable)(c)
+	s.catalog.List(s.gate.Readable, spatialScope)(c)
 }
 
 // limitedAs names who a request is rate limited as: its identity's limit

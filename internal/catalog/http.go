@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // LayerInfo is one entry of GET /layers.
@@ -74,14 +76,32 @@ func Info(l *Layer) LayerInfo {
 }
 
 // List serves GET /layers: every layer that readable says the request's
-// caller may read (nil: every layer).
-func (c *Catalog) List(readable func(ctx context.Context, id string) bool) gin.HandlerFunc {
+// caller may read (nil: every layer). A caller with a spatial scope (scope
+// may be nil) sees bounds cut to it and no row estimates, which describe
+// the whole layer.
+func (c *Catalog) List(readable func(ctx context.Context, id string) bool, scope func(context.Context) *spatial.Scope) gin.HandlerFunc {
 	return func(g *gin.Context) {
+		ctx := g.Request.Context()
+		var sc *spatial.Scope
+		if scope != nil {
+			sc = scope(ctx)
+		}
 		out := []LayerInfo{}
 		for _, l := range c.Layers() {
-			if readable == nil || readable(g.Request.Context(), l.ID) {
-				out = append(out, Info(l))
+			if readable != nil && !readable(ctx, l.ID) {
+				continue
 			}
+			li := Info(l)
+			if sc != nil {
+				li.EstimatedRows = nil
+				b := [4]float64{-180, -90, 180, 90}
+				if li.Bounds != nil {
+					b = *li.Bounds
+				}
+				b = sc.Clip(b)
+				li.Bounds = &b
+			}
+			out = append(out, li)
 		}
 		g.JSON(http.StatusOK, gin.H{"layers": out})
 	}

@@ -106,14 +106,7 @@ func (s *Service) bounds(ctx context.Context, l *catalog.Layer) [4]float64 {
 	if l.Bounds != nil {
 		b = [4]float64{l.Bounds.West, l.Bounds.South, l.Bounds.East, l.Bounds.North}
 	}
-	if sc := s.scope(ctx); sc != nil {
-		c := sc.Bounds()
-		b = [4]float64{max(b[0], c[0]), max(b[1], c[1]), min(b[2], c[2]), min(b[3], c[3])}
-		if b[0] > b[2] || b[1] > b[3] { // nothing of the layer in the scope
-			b = c
-		}
-	}
-	return b
+	return s.scope(ctx).Clip(b)
 }
 
 // collections lists the layers the caller of ctx may read.

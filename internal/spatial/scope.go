@@ -271,6 +271,22 @@ func (s *Scope) Hash() string {
 	return s.hash
 }
 
+// Clip is the part of box b (west, south, east, north) within the box
+// around the scope, so that a scoped caller learns nothing of where a
+// layer extends beyond its reach; the scope's box when none of b is in
+// it. A nil scope is the whole world: b as it is.
+func (s *Scope) Clip(b [4]float64) [4]float64 {
+	if s == nil {
+		return b
+	}
+	c := s.Bounds()
+	out := [4]float64{max(b[0], c[0]), max(b[1], c[1]), min(b[2], c[2]), min(b[3], c[3])}
+	if out[0] > out[2] || out[1] > out[3] {
+		return c
+	}
+	return out
+}
+
 // Bounds is the box around the scope, west, south, east, north; a box
 // crossing the antimeridian is bounded by the whole width.
 func (s *Scope) Bounds() [4]float64 {

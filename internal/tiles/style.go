@@ -109,7 +109,8 @@ func (h *Handler) Style(c *gin.Context) {
 		}
 		ls = append(ls, l)
 	}
-	body, err := json.Marshal(defaultStyle(h.baseURL(c), ls))
+	ctx := c.Request.Context()
+	body, err := json.Marshal(defaultStyle(h.baseURL(c), ls, func(l *Layer) [4]float64 { return h.bounds(ctx, l) }))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -122,7 +123,7 @@ var drawOrder = map[Kind]int{Polygons: 0, Mixed: 1, Lines: 2, Points: 3}
 
 // defaultStyle draws ls, each from a vector source of its own named
 // like it.
-func defaultStyle(base string, ls []*Layer) Style {
+func defaultStyle(base string, ls []*Layer, boundsOf func(*Layer) [4]float64) Style {
 	ls = slices.Clone(ls)
 	slices.SortStableFunc(ls, func(a, b *Layer) int { return drawOrder[a.Kind] - drawOrder[b.Kind] })
 	st := Style{
@@ -137,7 +138,7 @@ func defaultStyle(base string, ls []*Layer) Style {
 		st.Sources[l.ID] = StyleSource{
 			Type:    "vector",
 			Tiles:   []string{base + "/collections/" + l.ID + "/tiles/" + WebMercatorQuad + "/{z}/{y}/{x}"},
-			MinZoom: lo, MaxZoom: hi, Bounds: bounds(l),
+			MinZoom: lo, MaxZoom: hi, Bounds: boundsOf(l),
 		}
 		st.Metadata.Layers = append(st.Metadata.Layers, StyleLayerInfo{ID: l.ID, Geometry: l.Kind})
 		for _, sl := range styleLayers(l.ID, l.Kind) {

@@ -1,6 +1,7 @@
 package tiles
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -98,7 +99,7 @@ func (h *Handler) TileJSON(c *gin.Context) {
 			ID: l.ID, Fields: fields, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom, Geometry: l.Kind,
 		})
 		doc.MinZoom, doc.MaxZoom = min(doc.MinZoom, l.MinZoom), max(doc.MaxZoom, l.MaxZoom)
-		b := bounds(l)
+		b := h.bounds(c.Request.Context(), l)
 		if i == 0 {
 			doc.Bounds = b
 		} else {
@@ -106,6 +107,15 @@ func (h *Handler) TileJSON(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusOK, doc)
+}
+
+// bounds is bounds(l) within the spatial scope of the caller of ctx.
+func (h *Handler) bounds(ctx context.Context, l *Layer) [4]float64 {
+	b := bounds(l)
+	if h.o.Scope != nil {
+		b = h.o.Scope(ctx).Clip(b)
+	}
+	return b
 }
 
 // worldBounds is the Web Mercator world in longitude and latitude.
