@@ -17,19 +17,21 @@ type FairShare struct {
 
 // loadFairShare reads the fair queue's settings. Its slots default to
 // the serving pool's size and its longest wait to DB_ACQUIRE_TIMEOUT,
-// which it takes the place of for a caller that finds the database busy.
+// which it takes the place of for a caller that finds the database busy,
+// or half DB_QUERY_TIMEOUT if that is less: the query deadline bounds the
+// wait too, and a wait it ended would be a 504, not a 503.
 func loadFairShare(r *reader, db DB) FairShare {
 	f := FairShare{
 		On: r.boolean("DB_FAIR_SHARE", true),
 		Settings: fairshare.Settings{
 			Slots:    r.integer("DB_FAIR_SLOTS", db.MaxConns, 1, 1000),
-			MaxWait:  r.duration("DB_FAIR_MAX_WAIT", db.AcquireTimeout),
+			MaxWait:  r.duration("DB_FAIR_MAX_WAIT", min(db.AcquireTimeout, db.QueryTimeout/2)),
 			HalfLife: r.duration("DB_FAIR_HALF_LIFE", fairshare.DefaultHalfLife),
 			Weights:  tierWeights(r, "TIER_WEIGHTS"),
 		},
 	}
 	f.Settings.MaxQueue = r.integer("DB_FAIR_MAX_QUEUE", 64*f.Settings.Slots, 1, 1_000_000)
-	if f.Settings.MaxWait >= db.QueryTimeout {
+	if r.str("DB_FAIR_MAX_WAIT", "") != "" && f.Settings.MaxWait >= db.QueryTimeout {
 		r.fail("DB_FAIR_MAX_WAIT", f.Settings.MaxWait.String(), "must be less than DB_QUERY_TIMEOUT ("+db.QueryTimeout.String()+"), which bounds the wait and the query together")
 	}
 	return f

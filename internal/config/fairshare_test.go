@@ -31,6 +31,9 @@ func TestLoadFairShare(t *testing.T) {
 			Slots: 4, MaxWait: 500 * time.Millisecond, MaxQueue: 100, HalfLife: 2 * time.Second,
 			Weights: map[string]int{"gold": 4, "silver": 2},
 		}}, nil},
+		{"WaitWithinQueryTimeout", map[string]string{"DB_QUERY_TIMEOUT": "500ms"}, FairShare{On: true, Settings: fairshare.Settings{
+			Slots: 20, MaxWait: 250 * time.Millisecond, MaxQueue: 1280, HalfLife: 5 * time.Second,
+		}}, nil},
 		{"NoSlots", map[string]string{"DB_FAIR_SLOTS": "0"}, FairShare{}, []string{"DB_FAIR_SLOTS"}},
 		{"WaitPastQueryTimeout", map[string]string{"DB_FAIR_MAX_WAIT": "2s"}, FairShare{}, []string{"DB_FAIR_MAX_WAIT", "DB_QUERY_TIMEOUT"}},
 		{"WeightNotPair", map[string]string{"TIER_WEIGHTS": "gold"}, FairShare{}, []string{"TIER_WEIGHTS", "tier=weight"}},

@@ -35,11 +35,11 @@ type Renderer struct {
 	// Handler checks that what a replica drew is recent enough.
 	replicas *pg.Replicas
 	// queue, when set, is entered before a render takes a connection.
-	queue pg.Queue
-	src   Source
-	s        Settings
-	extent   int
-	buffer   int
+	queue  pg.Queue
+	src    Source
+	s      Settings
+	extent int
+	buffer int
 	// built holds each catalog layer's tile layer (or the error its
 	// settings gave), until the catalog changes.
 	built sync.Map // *catalog.Layer -> built
