@@ -164,6 +164,9 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 		if s.floors != nil && rt.scope != public && rt.scope != nobody {
 			chain = append(chain, s.readFloor)
 		}
+		if rt.scope != public && rt.scope != nobody {
+			chain = append(chain, fairCaller(cfg.FairShare.Settings))
+		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
 	}
 	return r, nil

@@ -112,6 +112,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		s.floors = freshness.New(d.redis, 2*cfg.DB.ReplicaMaxLag+time.Second)
 		go d.replicas.Run(ctx)
 	}
+	fair := newFairQueue(cfg.FairShare, s.registry)
 	limits := cfg.Geofence.Rules.Limits
 	limits.FeaturesDefaultLimit, limits.FeaturesMaxLimit = cfg.Features.DefaultLimit, cfg.Features.MaxLimit
 	if s.docs, err = openapi.New(limits); err != nil {
@@ -120,7 +121,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// Only renders (cache misses) spend the tiles budget; cached tiles
 	// pass the generous tiles-cached policy. A policy's concurrency cap
 	// holds its slot until the tile is answered.
-	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog, Replicas: d.replicas}, tiles.Options{
+	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog, Replicas: d.replicas, Queue: fair}, tiles.Options{
 		Scope:        spatialScope,
 		Gate:         s.gate,
 		CachedPolicy: policyTilesCached,
@@ -139,11 +140,12 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}
 	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
 	geo.ReadFrom(d.replicas)
+	geo.QueueIn(fair)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate, Scope: spatialScope})
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
-	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts}, s.catalog, fs,
+	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
 		features.Access{Gate: s.gate, Scope: spatialScope})
 	return s, nil
 }

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it.
@@ -26,6 +27,10 @@ const (
 	// BadRequest is a request the standard a route follows answers with
 	// 400 rather than 422 (OGC API's query parameters and filters).
 	BadRequest
+	// Reduced is a request turned away, within its own limits, because
+	// the service cannot do everyone's work just now and this caller asks
+	// for more of it than the others.
+	Reduced
 )
 
 // Error is an error with a kind and a message that is safe to show a client.
@@ -33,9 +38,12 @@ type Error struct {
 	Kind    Kind
 	Message string
 	Err     error // the cause, for logs only
-	// Limits names, for a RateLimited error, the limits that refused the
-	// request.
+	// Limits names, for a RateLimited or Reduced error, the limits that
+	// refused the request.
 	Limits []string
+	// RetryAfter, when positive, is how long the caller should wait
+	// before trying again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -64,6 +72,13 @@ func Wrap(k Kind, msg string, cause error) *Error {
 // Limited returns a RateLimited error refused by the named limits.
 func Limited(msg string, limits ...string) *Error {
 	return &Error{Kind: RateLimited, Message: msg, Limits: limits}
+}
+
+// ReducedCapacity returns a Reduced error: the request was turned away by
+// the named limits of a service short of capacity, and may be tried again
+// after retryAfter.
+func ReducedCapacity(msg string, retryAfter time.Duration, limits ...string) *Error {
+	return &Error{Kind: Reduced, Message: msg, Limits: limits, RetryAfter: retryAfter}
 }
 
 // KindOf reports the kind of the first *Error in err's chain, or Internal.

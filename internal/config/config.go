@@ -45,6 +45,8 @@ type Config struct {
 	Catalog catalog.Settings
 	// Access holds who may read each layer and what it costs.
 	Access access.Settings
+	// FairShare is the queue that shares a busy database among callers.
+	FairShare FairShare
 }
 
 // Server holds HTTP and process settings.
@@ -201,6 +203,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.Tiles = loadTiles(r, c.Redis, c.DB, layers.tiles)
 	c.Features = loadFeatures(r, c.DB, c.Tiles.PublicURL)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
+	c.FairShare = loadFairShare(r, c.DB)
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}

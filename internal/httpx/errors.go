@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,8 +23,9 @@ type Detail struct {
 	Detail any `json:"detail"`
 }
 
-// Problem is the body of a 429: an RFC 9457 problem document whose detail
-// also gives it FastAPI's {"detail": ...} shape.
+// Problem is the body of a 429, and of a 503 turning a caller away for
+// lack of capacity: an RFC 9457 problem document whose detail also gives
+// it FastAPI's {"detail": ...} shape.
 type Problem struct {
 	Type             string   `json:"type"`
 	Title            string   `json:"title"`
@@ -31,8 +34,13 @@ type Problem struct {
 	ViolatedPolicies []string `json:"violated-policies"`
 }
 
-// quotaExceeded is the problem type of a 429 (RFC 9457's registry).
-const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+// The problem types of the RateLimit header draft
+// (draft-ietf-httpapi-ratelimit-headers): a 429, and a 503 that turns a
+// caller within its quota away because the service is short of capacity.
+const (
+	quotaExceeded            = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	temporaryReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+)
 
 var kindStatus = map[apperr.Kind]int{
 	apperr.Internal:        http.StatusInternalServerError,
@@ -43,6 +51,7 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
 	apperr.RateLimited:     http.StatusTooManyRequests,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
+	apperr.Reduced:         http.StatusServiceUnavailable,
 	apperr.Timeout:         http.StatusGatewayTimeout,
 	apperr.BadRequest:      http.StatusBadRequest,
 }
@@ -77,22 +86,36 @@ func Status(err error) (int, any) {
 // Abort ends the request with the response err maps to. Only 5xx errors are
 // logged, with their cause; 4xx are the client's business. A RateLimited
 // error is answered with a problem document naming the limits that refused
-// the request.
+// the request, and so is a Reduced one (a 503 with Retry-After); a Reduced
+// error is a decision, not a failure, and is not logged as one.
 func Abort(c *gin.Context, err error) {
 	status, detail := Status(err)
-	if status >= 500 {
+	var ae *apperr.Error
+	errors.As(err, &ae)
+	reduced := ae != nil && ae.Kind == apperr.Reduced
+	if status >= 500 && !reduced {
 		Logger(c).Error("request failed", "status", status, "err", err.Error())
 	}
 	_ = c.Error(err)
-	var ae *apperr.Error
-	if status == http.StatusTooManyRequests && errors.As(err, &ae) {
-		body, _ := json.Marshal(Problem{Type: quotaExceeded, Title: "Too Many Requests", Status: status,
-			Detail: ae.Message, ViolatedPolicies: ae.Limits})
-		c.Abort()
-		c.Data(status, "application/problem+json", body)
-		return
+	if ae != nil && ae.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(ae.RetryAfter.Seconds())), 10))
 	}
-	c.AbortWithStatusJSON(status, Detail{Detail: detail})
+	switch {
+	case status == http.StatusTooManyRequests && ae != nil:
+		abortProblem(c, Problem{Type: quotaExceeded, Title: "Too Many Requests", Status: status,
+			Detail: ae.Message, ViolatedPolicies: ae.Limits})
+	case reduced:
+		abortProblem(c, Problem{Type: temporaryReducedCapacity, Title: "Service Unavailable", Status: status,
+			Detail: ae.Message, ViolatedPolicies: ae.Limits})
+	default:
+		c.AbortWithStatusJSON(status, Detail{Detail: detail})
+	}
+}
+
+func abortProblem(c *gin.Context, p Problem) {
+	body, _ := json.Marshal(p)
+	c.Abort()
+	c.Data(p.Status, "application/problem+json", body)
 }
 
 // AbortStatus ends the request with status and a plain detail message.

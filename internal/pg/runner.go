@@ -32,7 +32,30 @@ type Runner struct {
 	// Stale, when set, runs when a query finds a layer other than the
 	// catalog said (see the function Stale).
 	Stale func()
+	// Queue, when set, is entered before a connection is acquired, so
+	// that callers get to a busy database in its order rather than the
+	// pool's first come, first served.
+	Queue Queue
 }
+
+// Queue orders callers' access to the database when it is busy
+// (fairshare.Queue is one).
+type Queue interface {
+	// Enter waits for a slot for the caller of ctx. leave gives the slot
+	// back, told how long the caller held a connection with it. The error
+	// is an apperr when the caller is turned away, or ctx's.
+	Enter(ctx context.Context) (leave func(held time.Duration), err error)
+}
+
+// Enter enters q for the caller of ctx; a nil q lets everyone in at once.
+func Enter(ctx context.Context, q Queue) (leave func(time.Duration), err error) {
+	if q == nil {
+		return noLeave, nil
+	}
+	return q.Enter(ctx)
+}
+
+func noLeave(time.Duration) {}
 
 // ErrLayerChanged answers a query whose layer was dropped or altered under
 // it.
@@ -40,18 +63,28 @@ var ErrLayerChanged = apperr.New(apperr.NotFound, "This layer was removed or cha
 
 // Do runs fn on a pooled connection. The wait for a connection is bounded
 // by AcquireTimeout (then apperr.Unavailable) and the whole call by
-// QueryTimeout (then apperr.Timeout). When ctx ends first (the client went
-// away) or the deadline passes, the pool's connections cancel the running
-// statement inside PostgreSQL (see Open).
+// QueryTimeout (then apperr.Timeout), the wait in Queue included. When ctx
+// ends first (the client went away) or the deadline passes, the pool's
+// connections cancel the running statement inside PostgreSQL (see Open).
+// The time the connection was held is added to the Meter of ctx.
 func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
 	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
 	defer cancel()
+	leave, err := Enter(qctx, r.Queue)
+	if err != nil {
+		return r.classify(ctx, qctx, err)
+	}
+	var held time.Duration
+	// Deferred before the release, so run after it: the slot is given
+	// back once the connection is back in the pool.
+	defer func() { leave(held) }()
 	conn, err := r.acquire(qctx)
 	if err != nil {
 		return r.classify(ctx, qctx, err)
 	}
 	defer conn.Release()
-	if err := fn(qctx, conn); err != nil {
+	held, err = Held(qctx, func() error { return fn(qctx, conn) })
+	if err != nil {
 		return r.classify(ctx, qctx, err)
 	}
 	return nil
@@ -69,13 +102,21 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pg
 	}
 	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
 	defer cancel()
-	err := r.Replicas.Read(qctx, r.Pool, func(pool *pgxpool.Pool) error {
+	leave, err := Enter(qctx, r.Queue)
+	if err != nil {
+		return r.classify(ctx, qctx, err)
+	}
+	var held time.Duration
+	defer func() { leave(held) }()
+	err = r.Replicas.Read(qctx, r.Pool, func(pool *pgxpool.Pool) error {
 		conn, err := r.acquireFrom(qctx, pool)
 		if err != nil {
 			return err
 		}
 		defer conn.Release()
-		return fn(qctx, conn)
+		d, err := Held(qctx, func() error { return fn(qctx, conn) })
+		held += d
+		return err
 	})
 	if err != nil {
 		return r.classify(ctx, qctx, err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -33,10 +34,12 @@ type Renderer struct {
 	// replicas, when set, take the renders a replica may serve; the
 	// Handler checks that what a replica drew is recent enough.
 	replicas *pg.Replicas
-	src      Source
-	s        Settings
-	extent   int
-	buffer   int
+	// queue, when set, is entered before a render takes a connection.
+	queue  pg.Queue
+	src    Source
+	s      Settings
+	extent int
+	buffer int
 	// built holds each catalog layer's tile layer (or the error its
 	// settings gave), until the catalog changes.
 	built sync.Map // *catalog.Layer -> built
@@ -133,30 +136,52 @@ type Rendered struct {
 // With replicas it renders on one that qualifies for ctx (see
 // pg.Replicas.Pick), and on the primary when the replica proves
 // unreachable before the statement reached it.
+//
+// The render enters the Renderer's queue first, if it has one, and the
+// time it held a connection is added to the Meter of ctx (see pg.Meter).
 func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (Rendered, error) {
+	leave, err := pg.Enter(ctx, r.queue)
+	if err != nil {
+		return Rendered{}, err
+	}
+	var held time.Duration
+	defer func() { leave(held) }()
 	var out Rendered
-	err := r.replicas.Read(ctx, r.db, func(pool *pgxpool.Pool) (err error) {
-		out, err = r.renderOn(ctx, pool, l, t, scope)
+	err = r.replicas.Read(ctx, r.db, func(pool *pgxpool.Pool) (err error) {
+		var d time.Duration
+		out, d, err = r.renderOn(ctx, pool, l, t, scope)
+		held += d
 		return err
 	})
 	return out, err
 }
 
-func (r *Renderer) renderOn(ctx context.Context, pool *pgxpool.Pool, l *Layer, t Tile, scope []byte) (Rendered, error) {
-	sql, args := r.query(l, t, scope)
+// renderOn renders on pool and says how long it held a connection.
+func (r *Renderer) renderOn(ctx context.Context, pool *pgxpool.Pool, l *Layer, t Tile, scope []byte) (Rendered, time.Duration, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return Rendered{}, 0, fmt.Errorf("render %s %s: %w", l.ID, t, err)
+	}
+	defer conn.Release()
 	var out Rendered
+	held, err := pg.Held(ctx, func() error { return r.draw(ctx, conn, l, t, scope, &out) })
+	return out, held, err
+}
+
+func (r *Renderer) draw(ctx context.Context, conn *pgxpool.Conn, l *Layer, t Tile, scope []byte, out *Rendered) error {
+	sql, args := r.query(l, t, scope)
 	var version *int64
-	if err := pool.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
 		if catalog.Stale(err) {
 			r.src.RefreshSoon()
-			return Rendered{}, apperr.Wrap(apperr.NotFound, apperr.MessageOf(errChanged), err)
+			return apperr.Wrap(apperr.NotFound, apperr.MessageOf(errChanged), err)
 		}
-		return Rendered{}, fmt.Errorf("render %s %s: %w", l.ID, t, err)
+		return fmt.Errorf("render %s %s: %w", l.ID, t, err)
 	}
 	if version != nil {
 		out.Version = *version
 	}
-	return out, nil
+	return nil
 }
 
 // SQL returns the statement and arguments Render runs for tile t of l

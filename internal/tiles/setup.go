@@ -30,6 +30,9 @@ type Deps struct {
 	Layers Source
 	// Replicas, when set, take the renders they may serve.
 	Replicas *pg.Replicas
+	// Queue, when set, is entered by every render before it takes a
+	// connection (see pg.Queue).
+	Queue pg.Queue
 }
 
 // Options are the hooks a Handler calls; every field may be left zero.
@@ -75,6 +78,7 @@ func New(ctx context.Context, s Settings, d Deps, o Options) (*Handler, error) {
 		return nil, err
 	}
 	r.replicas = d.Replicas
+	r.queue = d.Queue
 	// Databases sharing one Redis (staging and production, test databases)
 	// must not read each other's versions or tiles.
 	dbID, err := databaseID(ctx, d.DB)

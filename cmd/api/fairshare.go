@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/fairshare"
+	"github.com/geogate/geogate/internal/pg"
+)
+
+// newFairQueue returns the queue every query and tile render enters, its
+// metrics registered with reg; nil (no queue) when DB_FAIR_SHARE is off.
+func newFairQueue(f config.FairShare, reg prometheus.Registerer) pg.Queue {
+	if !f.On {
+		return nil // a nil *fairshare.Queue in the interface would not be
+	}
+	q := fairshare.New(f.Settings)
+	q.Register(reg)
+	return q
+}
+
+// fairCaller names the request's caller to the fair queue, as the
+// identity it is rate limited as, weighted by its tier; and gives the
+// request a meter of the database time it uses.
+func fairCaller(s fairshare.Settings) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		id := auth.FromContext(ctx)
+		ctx = fairshare.WithCaller(ctx, id.LimitKey(), s.Weight(id.Tier))
+		ctx, _ = pg.WithMeter(ctx)
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
+}
