@@ -89,6 +89,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
 	s.gate = gate.New(s.access, s.limiter, limitedAs, log)
+	s.gate.DBTime = dbTime
 	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(d.db, keyIdentity), log, s.registry)
 	if err := s.limits.Reload(ctx); err != nil {
 		log.Warn("rate-limit overrides not applied at start; retrying", "err", err.Error())
@@ -163,6 +164,15 @@ func (s *services) layers(c *gin.Context) {
 	}
 	defer p.Done()
 	s.catalog.List(s.gate.Readable, spatialScope)(c)
+}
+
+// dbTime is the database time the request of ctx has used so far, as its
+// meter (installed with its fair-share caller) has measured it.
+func dbTime(ctx context.Context) time.Duration {
+	if m := pg.MeterOf(ctx); m != nil {
+		return m.DB()
+	}
+	return 0
 }
 
 // limitedAs names who a request is rate limited as: its identity's limit

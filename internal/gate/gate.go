@@ -80,10 +80,9 @@ type Gate struct {
 	log     *slog.Logger
 	est     *estimates
 	// DBTime, when set, is the database time the request of ctx has
-	// spent so far; WithMeter prepares a request's context to measure it.
-	// Without them a policy of database time is charged its estimates.
-	DBTime    func(ctx context.Context) time.Duration
-	WithMeter func(ctx context.Context) context.Context
+	// spent so far (pg.MeterOf). Without it a policy of database time is
+	// charged its estimates.
+	DBTime func(ctx context.Context) time.Duration
 	// Bypassed, when set, is told of a gated route that answered without
 	// asking the gate (a programming error; tests fail on it).
 	Bypassed func(route string)

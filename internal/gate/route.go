@@ -29,9 +29,6 @@ func (g *Gate) Route(name, policy string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		st := &state{route: name, policy: policy}
 		c.Set(stateKey, st)
-		if g.WithMeter != nil {
-			c.Request = c.Request.WithContext(g.WithMeter(c.Request.Context()))
-		}
 		c.Next()
 		if st.asked || c.Writer.Status() >= 400 {
 			return
