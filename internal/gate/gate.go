@@ -42,6 +42,10 @@ type Ask struct {
 	// Cost is the estimated cost per layer in the policy's units, before
 	// each layer's multiplier; 0 is 1.
 	Cost int
+	// Size names how big the request is (a zoom, a page size), for the
+	// estimates of database time learned from requests like it; "" is
+	// Cost.
+	Size string
 }
 
 // Pass is an admitted request. Spent tells it what the request really

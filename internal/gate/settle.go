@@ -48,9 +48,13 @@ func (p *pass) settle() {
 }
 
 // learnKey names what a charge's database time is learned under: the
-// route, the policy, the layers and the size the handler estimated.
+// route, the policy, the layers and the request's size.
 func learnKey(route string, ch charge, a Ask) string {
-	return route + "|" + ch.policy + "|" + strings.Join(a.Layers, ",") + "|" + strconv.Itoa(max(a.Cost, 1))
+	size := a.Size
+	if size == "" {
+		size = strconv.Itoa(max(a.Cost, 1))
+	}
+	return route + "|" + ch.policy + "|" + strings.Join(a.Layers, ",") + "|" + size
 }
 
 // estimates learn the database time of each kind of request, as an

@@ -243,7 +243,11 @@ func DefaultPolicies() map[string]Policy {
 		"geofence":     NewPolicy("geofence", Window{Limit: 10, Period: time.Second}),
 		"tiles":        NewPolicy("tiles", Window{Limit: 100, Period: time.Second}),
 		"tiles-cached": cached,
-		"features":     NewPolicy("features", Window{Limit: 100, Period: time.Second}),
+		// Milliseconds of PostgreSQL time: one client reading one page
+		// after another never uses more than a second each second, so
+		// GDAL and QGIS copy a layer with their own defaults, while the
+		// minute bounds any one caller to half a connection on average.
+		"features": NewPolicy("features", Window{Limit: 1000, Period: time.Second, Unit: DBTime}, Window{Limit: 30000, Period: time.Minute, Unit: DBTime}),
 		// Reading one's own quotas (GET /rate_limit) spends only this.
 		"rate-limit": NewPolicy("rate-limit", Window{Limit: 60, Period: time.Minute}),
 	}

@@ -113,11 +113,11 @@ func (h *Handler) enter(c *gin.Context, layers ...string) (done func(), ok bool)
 
 // admit asks the gate for the layers named, if any: cached tiles spend
 // the cached policy, renders the route's.
-func (h *Handler) admit(c *gin.Context, layers []string, cached bool) (done func(), ok bool) {
+func (h *Handler) admit(c *gin.Context, layers []string, cached bool, size string) (done func(), ok bool) {
 	if len(layers) == 0 {
 		return func() {}, true
 	}
-	a := gate.Ask{Layers: layers}
+	a := gate.Ask{Layers: layers, Size: size}
 	if cached {
 		a.Policy, a.Cached = h.o.CachedPolicy, true
 	}
@@ -191,12 +191,12 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 			misses = append(misses, l.ID)
 		}
 	}
-	release, ok := h.admit(c, hits, true)
+	release, ok := h.admit(c, hits, true, "")
 	if !ok {
 		return
 	}
 	defer release()
-	release, ok = h.admit(c, misses, false)
+	release, ok = h.admit(c, misses, false, "z"+strconv.Itoa(t.Z))
 	if !ok {
 		return
 	}
