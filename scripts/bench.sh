@@ -37,6 +37,9 @@ if [ -n "${BENCH_CASES:-}" ]; then
   read -r -a cases <<<"$BENCH_CASES"
 fi
 start=$(date +%s)
+# Read now: by the time the summary is written the run itself has loaded
+# the machine.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 env_lines=$(GEOGATE_DEV_REPLICA=1 scripts/services.sh start dev)
 DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
@@ -79,7 +82,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
 {
   echo "# geogate benchmark, $(date -u -d "@$now" +%Y-%m-%dT%H:%MZ)"
   echo
-  echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $(cut -d' ' -f1-3 /proc/loadavg), $took s in all."
+  echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $load_before, $took s in all."
   echo "Medians of $trials alternating trials per side ($dur each, HTTP concurrency $conc); min-max in brackets where the case prints it."
   if [ -n "${BENCH_CASES:-}" ]; then
     echo "This run measured only: ${cases[*]}. Every other row comes from that case's last run, kept in bench/results/<case>.txt."
