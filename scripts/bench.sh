@@ -29,14 +29,17 @@ trials=${BENCH_TRIALS:-3}
 dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
-cases=(ratelimit geofence tiles features replicas seed import auth)
+cases=(ratelimit geofence tiles features replicas overload seed import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas seed import)
+  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas overload seed import)
 fi
 if [ -n "${BENCH_CASES:-}" ]; then
   read -r -a cases <<<"$BENCH_CASES"
 fi
 start=$(date +%s)
+# Read now: by the time the summary is written the run itself has loaded
+# the machine.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 env_lines=$(GEOGATE_DEV_REPLICA=1 scripts/services.sh start dev)
 DATABASE_URL=$(echo "$env_lines" | sed -n 's/^DATABASE_URL=//p')
@@ -64,6 +67,7 @@ for c in "${cases[@]}"; do
     tiles)     TILES_DUR=$tdur TILES_RUNS=$trials TILES_CPUPROFILE=${BENCH_PROFILE:+bench/results/tiles.cpu.prof} run_case tiles bench/tiles.sh ;;
     features)  FEATURES_CONC=${BENCH_FEATURES_CONC:-8} FEATURES_DUR=$dur FEATURES_RUNS=$trials FEATURES_OGR_TRIALS=$trials run_case features bench/features.sh ;;
     replicas)  REPLICAS_CONC=8,$conc REPLICAS_DUR=$dur REPLICAS_RUNS=$trials run_case replicas bench/replicas.sh ;;
+    overload)  OVERLOAD_DUR=$dur OVERLOAD_RUNS=$trials run_case overload bench/overload.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
@@ -79,7 +83,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
 {
   echo "# geogate benchmark, $(date -u -d "@$now" +%Y-%m-%dT%H:%MZ)"
   echo
-  echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $(cut -d' ' -f1-3 /proc/loadavg), $took s in all."
+  echo "Machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load before the run $load_before, $took s in all."
   echo "Medians of $trials alternating trials per side ($dur each, HTTP concurrency $conc); min-max in brackets where the case prints it."
   if [ -n "${BENCH_CASES:-}" ]; then
     echo "This run measured only: ${cases[*]}. Every other row comes from that case's last run, kept in bench/results/<case>.txt."
@@ -177,6 +181,21 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
     awk -F'|' '$2 ~ /^ [0-9]+ $/ && NF >= 6 {
         printf "| `/within` 1 km with reads on a streaming replica (`DATABASE_REPLICA_URLS`), concurrency %d | %s | the same service reading the primary alone: %s | %s | none: on 2 shared cores the replica adds no capacity; this is the routing cost | |\n", $2, $4, $3, $5
       }' $r/replicas.txt
+  fi
+  if [ -s $r/overload.txt ]; then
+    awk '
+      /^RESULT overload/ {
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); v[$3 "," kv[1]] = kv[2] }
+      }
+      END {
+        on = "side=on"; off = "side=off"
+        if (v[on ",light_p99"] == "" || v[off ",light_p99"] == "") exit
+        load = sprintf("%s light keys at %s req/s each, open loop, `/within` 1 km, beside %s heavy keys (%s closed-loop clients: `/within` 20 km, items pages of 1,000, cold z4-z5 tiles) each within its limits", v[on ",light_keys"], v[on ",light_rate"], v[on ",heavy_keys"], v[on ",heavy_conc"])
+        p99 = v[on ",light_p99"]; alone = v[on ",unloaded_p99"]
+        printf "| overload, fair share on (`DB_FAIR_SHARE`): %s | light p50 %s ms, p99 %s ms (%s), %s%% 2xx | the same light load alone: p99 %s ms; fair share off: p50 %s ms, p99 %s ms (%s), %s%% 2xx | p99 %.1fx alone (off: %.1fx) | light p99 within 2x of alone | %s |\n", load, v[on ",light_p50"], p99, v[on ",light_p99_range"], v[on ",light_ok"], alone, v[off ",light_p50"], v[off ",light_p99"], v[off ",light_p99_range"], v[off ",light_ok"], p99/alone, v[off ",light_p99"]/v[off ",unloaded_p99"], (p99 <= 2*alone) ? "yes" : "no"
+        printf "| overload: light callers answered 2xx, fair share on | %s%% | fair share off: %s%% | | at least 99%% | %s |\n", v[on ",light_ok"], v[off ",light_ok"], (v[on ",light_ok"] >= 99) ? "yes" : "no"
+        printf "| overload: database work (`pg_stat_database.xact_commit`), fair share on | %s commits/s (%s), PostgreSQL %s cores; heavy %s req/s 2xx, %s shed (503) per trial | fair share off: %s commits/s (%s), %s cores; heavy %s req/s, %s shed | %.0f%% | at least 90%% | %s |\n", v[on ",db_qps"], v[on ",db_qps_range"], v[on ",pg_cores"], v[on ",heavy_rps"], v[on ",heavy_shed"], v[off ",db_qps"], v[off ",db_qps_range"], v[off ",pg_cores"], v[off ",heavy_rps"], v[off ",heavy_shed"], 100*v[on ",db_qps"]/v[off ",db_qps"], (v[on ",db_qps"] >= 0.9*v[off ",db_qps"]) ? "yes" : "no"
+      }' $r/overload.txt
   fi
   if [ -s $r/seed.txt ]; then
     awk '
