@@ -101,7 +101,7 @@ type filePolicy struct {
 // built-in policies, applies the RATELIMIT_<POLICY> overrides and
 // validates the result. Every problem is reported at once.
 func loadPolicies(file []byte, r *reader) (map[string]ratelimit.Policy, error) {
-	ps := ratelimit.DefaultPolicies()
+	ps := DefaultPolicies()
 	var errs []error
 	if len(file) > 0 {
 		var f policyFile
@@ -198,4 +198,24 @@ func parseWindowMap(what string, m map[string]string) (map[string][]ratelimit.Wi
 		out[k] = ws
 	}
 	return out, nil
+}
+
+// DefaultPolicies are the application's built-in policies, those the
+// routes spend, used when no file is given and as the base a file's
+// policies are merged onto.
+func DefaultPolicies() map[string]ratelimit.Policy {
+	cached := ratelimit.NewPolicy("tiles-cached", ratelimit.Window{Limit: 2000, Period: time.Second}, ratelimit.Window{Limit: 60000, Period: time.Minute})
+	cached.Algorithm = ratelimit.Counter
+	return map[string]ratelimit.Policy{
+		"geofence":     ratelimit.NewPolicy("geofence", ratelimit.Window{Limit: 10, Period: time.Second}),
+		"tiles":        ratelimit.NewPolicy("tiles", ratelimit.Window{Limit: 100, Period: time.Second}),
+		"tiles-cached": cached,
+		// Milliseconds of PostgreSQL time: one client reading one page
+		// after another never uses more than a second each second, so
+		// GDAL and QGIS copy a layer with their own defaults, while the
+		// minute bounds any one caller to half a connection on average.
+		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 1000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 30000, Period: time.Minute, Unit: ratelimit.DBTime}),
+		// Reading one's own quotas (GET /rate_limit) spends only this.
+		"rate-limit": ratelimit.NewPolicy("rate-limit", ratelimit.Window{Limit: 60, Period: time.Minute}),
+	}
 }

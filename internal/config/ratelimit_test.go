@@ -174,7 +174,7 @@ func TestShippedPolicyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range ratelimit.DefaultPolicies() {
+	for name, want := range DefaultPolicies() {
 		got, ok := c.RateLimit[name]
 		if !ok || !cmp.Equal(got.Windows, want.Windows) || got.Algorithm != want.Algorithm || got.Failure != want.Failure {
 			t.Errorf("policy %s from the file = %+v, want the built-in %+v", name, got, want)

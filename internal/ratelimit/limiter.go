@@ -89,15 +89,12 @@ type Limiter struct {
 // ErrUnknownPolicy is returned for a policy name that is not configured.
 var ErrUnknownPolicy = errors.New("ratelimit: unknown policy")
 
-// New returns a Limiter for policies (nil: DefaultPolicies) backed by rdb.
+// New returns a Limiter for policies backed by rdb.
 // A nil rdb makes every decision in process, for a single-instance
 // deployment.
 func New(rdb redis.UniversalClient, policies map[string]Policy, o Options) (*Limiter, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 250 * time.Millisecond
-	}
-	if policies == nil {
-		policies = DefaultPolicies()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -23,7 +23,7 @@ func newLimiter(t *testing.T, rdb redis.UniversalClient, alg Algorithm, windows 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := DefaultPolicies()
+	ps := seedPolicies()
 	ps["p"] = Policy{Name: "p", Windows: ws, Algorithm: alg, Failure: FailClosed, Lease: 30 * time.Second}
 	// Generous deadlines: these tests check exactness, and a loaded CI
 	// machine must not turn a slow answer into a failed decision.
@@ -194,7 +194,7 @@ func TestConcurrentChecksAdmitExactlyTheLimit(t *testing.T) {
 func TestScriptFlushCostsNoRequest(t *testing.T) {
 	rdb := testenv.Redis(t)
 	reg := prometheus.NewRegistry()
-	ps := DefaultPolicies()
+	ps := seedPolicies()
 	l, err := New(rdb, ps, Options{Registerer: reg, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

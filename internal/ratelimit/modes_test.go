@@ -19,7 +19,7 @@ import (
 // and the policy's key holds 10 members with a PTTL of at most 1000 ms.
 func TestSeedCheckOverHTTP(t *testing.T) {
 	rdb := testenv.Redis(t)
-	l, err := New(rdb, DefaultPolicies(), Options{})
+	l, err := New(rdb, seedPolicies(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestInProcessOnly(t *testing.T) {
 
 func TestMetricsAreRegistered(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	l, err := New(testenv.Redis(t), DefaultPolicies(), Options{Registerer: reg})
+	l, err := New(testenv.Redis(t), seedPolicies(), Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

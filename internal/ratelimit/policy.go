@@ -234,25 +234,6 @@ const (
 
 var policyName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
-// DefaultPolicies are the built-in policies, used when no file is given and
-// as the base a file's policies are merged onto.
-func DefaultPolicies() map[string]Policy {
-	cached := NewPolicy("tiles-cached", Window{Limit: 2000, Period: time.Second}, Window{Limit: 60000, Period: time.Minute})
-	cached.Algorithm = Counter
-	return map[string]Policy{
-		"geofence":     NewPolicy("geofence", Window{Limit: 10, Period: time.Second}),
-		"tiles":        NewPolicy("tiles", Window{Limit: 100, Period: time.Second}),
-		"tiles-cached": cached,
-		// Milliseconds of PostgreSQL time: one client reading one page
-		// after another never uses more than a second each second, so
-		// GDAL and QGIS copy a layer with their own defaults, while the
-		// minute bounds any one caller to half a connection on average.
-		"features": NewPolicy("features", Window{Limit: 1000, Period: time.Second, Unit: DBTime}, Window{Limit: 30000, Period: time.Minute, Unit: DBTime}),
-		// Reading one's own quotas (GET /rate_limit) spends only this.
-		"rate-limit": NewPolicy("rate-limit", Window{Limit: 60, Period: time.Minute}),
-	}
-}
-
 // NewPolicy returns a policy with the defaults every policy starts from:
 // the exact log, the local failure mode and a 30s concurrency lease.
 func NewPolicy(name string, ws ...Window) Policy {
