@@ -113,5 +113,3 @@ func TestBasicMetrics(t *testing.T) {
 		}
 	}
 }
-
-
