@@ -69,6 +69,7 @@ func routes(s *services) []route {
 
 		{"GET", "/", anyone, policyFeatures, f.Landing(web.Map)},
 		{"GET", "/static/*filepath", anyone, ungated, web.Static},
+		{"GET", "/favicon.ico", public, ungated, web.Favicon},
 		{"GET", "/openapi.json", anyone, ungated, docs.Spec},
 		{"GET", "/api", anyone, ungated, docs.ServiceDesc},
 		{"GET", "/docs", anyone, ungated, docs.SwaggerUI},

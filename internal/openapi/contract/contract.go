@@ -91,11 +91,11 @@ type Exchange struct {
 }
 
 // undocumented are the routes of the documentation UI and of the map
-// page's files (internal/web), which, as in FastAPI, are not part of the
+// page's files and icon (internal/web), which, as in FastAPI, are not part of the
 // API description. The landing page / is: OGC API clients start there.
 func undocumented(path string) bool {
 	return path == "/docs" || path == "/redoc" || strings.HasPrefix(path, "/docs/assets/") ||
-		strings.HasPrefix(path, "/static/")
+		strings.HasPrefix(path, "/static/") || path == "/favicon.ico"
 }
 
 // Check returns what in x contradicts the document; nil when nothing does.
