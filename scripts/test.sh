@@ -27,6 +27,21 @@ if ! command -v ogrinfo >/dev/null 2>&1; then
   fi
 fi
 
+# The client tests drive QGIS headless and OWSLib from Python scripts
+# (cmd/api/testdata), with Debian's own python3, for which these packages
+# are built; install them when that python3 cannot import them.
+for pkg in qgis:python3-qgis owslib:python3-owslib; do
+  if ! /usr/bin/python3 -c "import ${pkg%%:*}" >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then
+      echo "installing ${pkg#*:} for the GIS client tests"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq && apt-get install -y -qq "${pkg#*:}" >/dev/null
+    else
+      echo "${pkg#*:} is missing: apt-get install ${pkg#*:}" >&2
+    fi
+  fi
+done
+
 # The API description passes Redocly's recommended rules (redocly.yaml at
 # the root, exceptions with reasons in .redocly.lint-ignore.yaml). npx
 # fetches the pinned version into npm's cache once; later runs start it

@@ -48,6 +48,9 @@ func servedRoutes(t *testing.T) []route {
 	var listed, served []string
 	for _, r := range rs {
 		listed = append(listed, r.method+" "+r.path)
+		if r.method == "GET" {
+			listed = append(listed, "HEAD "+r.path)
+		}
 	}
 	for _, r := range engine.Routes() {
 		served = append(served, r.Method+" "+r.Path)
@@ -55,7 +58,7 @@ func servedRoutes(t *testing.T) []route {
 	slices.Sort(listed)
 	slices.Sort(served)
 	if !slices.Equal(listed, served) {
-		t.Errorf("the router serves %v, want exactly the routes of routes(): %v", served, listed)
+		t.Errorf("the router serves %v, want exactly the routes of routes(), with HEAD for each GET: %v", served, listed)
 	}
 	return rs
 }

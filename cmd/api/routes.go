@@ -69,6 +69,7 @@ func routes(s *services) []route {
 
 		{"GET", "/", anyone, policyFeatures, f.Landing(web.Map)},
 		{"GET", "/static/*filepath", anyone, ungated, web.Static},
+		{"GET", "/favicon.ico", public, ungated, web.Favicon},
 		{"GET", "/openapi.json", anyone, ungated, docs.Spec},
 		{"GET", "/api", anyone, ungated, docs.ServiceDesc},
 		{"GET", "/docs", anyone, ungated, docs.SwaggerUI},
@@ -138,7 +139,7 @@ func routes(s *services) []route {
 
 // newRouter serves rs: each handler behind authentication (unless
 // public), its scope check and, unless ungated, the gate's mark of its
-// policy.
+// policy. Every GET route answers HEAD too.
 func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*gin.Engine, error) {
 	r := httpx.NewRouter(log, httpx.NewMetrics(s.registry), cfg.Server.TrustedProxies)
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
@@ -168,6 +169,13 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 			chain = append(chain, fairCaller(cfg.FairShare.Settings))
 		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
+		if rt.method == "GET" {
+			// HEAD is GET without the body (RFC 9110): the same chain,
+			// so it passes authentication, the scope check and the gate,
+			// and spends what the GET would under the GET's name;
+			// net/http drops whatever the handler writes as body.
+			r.Handle("HEAD", rt.path, append(chain, rt.handler)...)
+		}
 	}
 	return r, nil
 }

@@ -120,8 +120,9 @@ var (
 	// ErrUnauthenticated: the route needs credentials and the request had none.
 	ErrUnauthenticated = apperr.New(apperr.Unauthenticated, "Authentication required: send an API key in the x-api-key header or a bearer token in the Authorization header.")
 
-	errBothCredentials = apperr.New(apperr.Unauthenticated, "Send either an x-api-key header or an Authorization bearer token, not both.")
-	errMalformedAuthz  = apperr.New(apperr.Unauthenticated, "The Authorization header must be \"Bearer <token>\".")
+	errBothCredentials = apperr.New(apperr.Unauthenticated, "Send either an x-api-key header or an Authorization header, not both.")
+	errMalformedAuthz  = apperr.New(apperr.Unauthenticated, "The Authorization header must be \"Bearer <token>\" or \"Basic <key id:secret>\".")
+	errMalformedBasic  = apperr.New(apperr.Unauthenticated, "Basic credentials must be base64 of \"<key id>:<secret>\" (the key id may be left empty).")
 	errMalformedKey    = apperr.New(apperr.Unauthenticated, "The x-api-key header is malformed.")
 	errInvalidKey      = apperr.New(apperr.Unauthenticated, "The API key is not valid.")
 	errExpiredKey      = apperr.New(apperr.Unauthenticated, "The API key has expired.")

@@ -59,7 +59,7 @@ func NewAuthenticator(o Options) *Authenticator {
 	if o.Registerer != nil {
 		a.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geogate_auth_requests_total",
-			Help: "Requests by credential presented (key, bearer, anonymous, both) and result (ok, rejected, unavailable).",
+			Help: "Requests by credential presented (key, basic, bearer, anonymous, both) and result (ok, rejected, unavailable).",
 		}, []string{"method", "result"})
 		o.Registerer.MustRegister(a.outcomes)
 	}
@@ -72,13 +72,15 @@ func (a *Authenticator) count(r *http.Request, err error) {
 		return
 	}
 	_, key := r.Header["X-Api-Key"]
-	_, bearer := r.Header["Authorization"]
+	authz, bearer := r.Header["Authorization"]
 	method := "anonymous"
 	switch {
 	case key && bearer:
 		method = "both"
 	case key:
 		method = "key"
+	case bearer && isBasic(authz[0]):
+		method = "basic"
 	case bearer:
 		method = "bearer"
 	}
@@ -93,7 +95,9 @@ func (a *Authenticator) count(r *http.Request, err error) {
 	a.outcomes.WithLabelValues(method, result).Inc()
 }
 
-// Authenticate returns the identity of r. A request with neither an
+// Authenticate returns the identity of r. An API key comes in an
+// x-api-key header or as HTTP Basic credentials (key id and secret), a
+// token as "Authorization: Bearer". A request with neither an
 // x-api-key header nor an Authorization header is anonymous and known by
 // its client address (httpx.ClientOf). A request with both is refused rather than guessing
 // which one the caller meant (and which one its limit should count).
@@ -113,6 +117,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 	case len(authz) > 0:
 		if len(authz) > 1 {
 			return Identity{}, errMalformedAuthz
+		}
+		if isBasic(authz[0]) {
+			return a.authenticateBasic(ctx, authz[0])
 		}
 		tok, err := BearerToken(authz[0])
 		if err != nil {

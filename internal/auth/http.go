@@ -57,13 +57,20 @@ var tokenErrors = []error{errInvalidToken, errExpiredToken, errEarlyToken, errTo
 
 func abortAuth(c *gin.Context, err error) {
 	if apperr.KindOf(err) == apperr.Unauthenticated {
+		h := c.Writer.Header()
+		// Basic goes in a field of its own, first: browsers read one
+		// challenge per field and would not find it behind Bearer's
+		// parameters.
+		if offersBasic(c.Request) {
+			h.Add("WWW-Authenticate", BasicChallenge)
+		}
 		v := Challenge
 		for _, te := range tokenErrors {
 			if errors.Is(err, te) {
 				v = `Bearer realm="geogate", error="invalid_token", ApiKey realm="geogate", header="x-api-key"`
 			}
 		}
-		c.Header("WWW-Authenticate", v)
+		h.Add("WWW-Authenticate", v)
 	}
 	httpx.Abort(c, err)
 }

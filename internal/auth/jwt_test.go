@@ -114,7 +114,8 @@ func TestBearerTokens(t *testing.T) {
 		wantDetail     string
 		wantInvalidTok bool
 	}{
-		{"Malformed/Basic", "Basic YWxpY2U6cHc=", 401, "must be \"Bearer <token>\"", false},
+		{"Basic/UnknownKey", "Basic YWxpY2U6cHc=", 401, "The API key is not valid.", false},
+		{"Malformed/Scheme", "Digest YWxpY2U6cHc=", 401, "must be \"Bearer <token>\"", false},
 		{"Malformed/Empty", "Bearer ", 401, "must be \"Bearer <token>\"", false},
 		{"Malformed/NotJWT", "Bearer not-a-jwt", 401, "not valid", true},
 		{"Malformed/Garbage", "Bearer a.b.c", 401, "not valid", true},

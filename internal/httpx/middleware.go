@@ -97,7 +97,8 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// AccessLog writes one line per request: route, status, duration.
+// AccessLog writes one line per request: route, path and query (with
+// credentials redacted), status, duration.
 func AccessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
@@ -109,6 +110,9 @@ func AccessLog() gin.HandlerFunc {
 			"method", c.Request.Method,
 			"route", routeOf(c),
 			"path", c.Request.URL.Path,
+			// The path never holds userinfo (net/http keeps it out of
+			// URL.Path); the query may hold a key, which is redacted.
+			"query", RedactedQuery(c.Request.URL.RawQuery),
 			"status", c.Writer.Status(),
 			"dur_ms", float64(time.Since(start).Microseconds())/1000,
 			"bytes", c.Writer.Size(),

@@ -86,3 +86,39 @@ func TestMetricsSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactedQuery(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"Empty", "", ""},
+		{"Plain", "limit=10&bbox=13,52,14,53", "limit=10&bbox=13,52,14,53"},
+		{"Key", "key=gg_acme_secret&limit=5", "key=REDACTED&limit=5"},
+		{"ApiKeyAnyCase", "limit=5&API_KEY=s3cret", "limit=5&API_KEY=REDACTED"},
+		{"Token", "access_token=eyJ.a.b&token=x", "access_token=REDACTED&token=REDACTED"},
+		{"EncodedName", "api%5Fkey=s3cret", "api%5Fkey=REDACTED"},
+		{"Repeated", "key=a&key=b", "key=REDACTED&key=REDACTED"},
+		{"NoValue", "key&f=json", "key&f=json"},
+		{"KeyInValueKept", "filter=key%3D1", "filter=key%3D1"},
+		{"Long", strings.Repeat("a", 2000), strings.Repeat("a", 1024) + "..."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RedactedQuery(tc.in); got != tc.want {
+				t.Errorf("RedactedQuery(%.40q) = %.60q, want %.60q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAccessLogQuery: the line carries the query string without a secret.
+func TestAccessLogQuery(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRouter(slog.New(slog.NewJSONHandler(&buf, nil)), nil, TrustedProxies{})
+	r.GET("/x", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x?limit=5&api_key=s3cret", nil))
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", buf.String(), err)
+	}
+	if got, want := line["query"], "limit=5&api_key=REDACTED"; got != want || strings.Contains(buf.String(), "s3cret") {
+		t.Errorf("log query = %v, want %q and no secret (line %s)", got, want, buf.String())
+	}
+}

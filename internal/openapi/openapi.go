@@ -52,10 +52,10 @@ func (l Limits) patches() []patch {
 		radius = int64(l.MaxRadius) // 100000, not 100000.0
 	}
 	add(radius, l.MaxRadius > 0, "components", "parameters", "Radius", "schema", "maximum")
-	add(l.DefaultLimit, l.DefaultLimit > 0, "components", "parameters", "Limit", "schema", "default")
-	add(l.MaxLimit, l.MaxLimit > 0, "components", "parameters", "Limit", "schema", "maximum")
-	add(l.FeaturesDefaultLimit, l.FeaturesDefaultLimit > 0, "components", "parameters", "FeaturesLimit", "schema", "default")
-	add(l.FeaturesMaxLimit, l.FeaturesMaxLimit > 0, "components", "parameters", "FeaturesLimit", "schema", "maximum")
+	add(l.DefaultLimit, l.DefaultLimit > 0, "components", "parameters", "PageLimit", "schema", "default")
+	add(l.MaxLimit, l.MaxLimit > 0, "components", "parameters", "PageLimit", "schema", "maximum")
+	add(l.FeaturesDefaultLimit, l.FeaturesDefaultLimit > 0, "components", "parameters", "limit", "schema", "default")
+	add(l.FeaturesMaxLimit, l.FeaturesMaxLimit > 0, "components", "parameters", "limit", "schema", "maximum")
 	add(l.MaxBatchPoints, l.MaxBatchPoints > 0, "components", "schemas", "ContainsBatch", "properties", "points", "maxItems")
 	return ps
 }

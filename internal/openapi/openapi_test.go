@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,7 +207,7 @@ func TestLimitsInDocument(t *testing.T) {
 	if got := *params["Radius"].Value.Schema.Value.Max; got != 2500.5 {
 		t.Errorf("radius maximum = %v, want 2500.5", got)
 	}
-	lim := params["Limit"].Value.Schema.Value
+	lim := params["PageLimit"].Value.Schema.Value
 	if *lim.Max != 50 || lim.Default != float64(7) {
 		t.Errorf("limit maximum, default = %v, %v; want 50, 7", *lim.Max, lim.Default)
 	}
@@ -269,4 +270,40 @@ func duplicateKeys(dec *json.Decoder, at string) []string {
 		_, _ = dec.Token()
 	}
 	return out
+}
+
+// TestQGISFindsTheFeaturesPageSize reads the served document as QGIS's
+// OGC API Features provider does (QgsOapifApiRequest): the page size
+// comes from components.parameters.limit, by that exact name, and the
+// items operation must name it.
+func TestQGISFindsTheFeaturesPageSize(t *testing.T) {
+	b, err := openapi.JSON(openapi.Limits{FeaturesDefaultLimit: 20, FeaturesMaxLimit: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Parameters map[string]struct {
+				Name   string
+				Schema struct{ Maximum, Default json.Number }
+			}
+		}
+		Paths map[string]struct {
+			Get struct{ Parameters []map[string]any }
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	limit := doc.Components.Parameters["limit"]
+	if limit.Name != "limit" || limit.Schema.Maximum != "5000" || limit.Schema.Default != "20" {
+		t.Errorf("components.parameters.limit = %+v, want name limit, maximum 5000, default 20", limit)
+	}
+	var refs []any
+	for _, p := range doc.Paths["/collections/{collectionId}/items"].Get.Parameters {
+		refs = append(refs, p["$ref"])
+	}
+	if !slices.Contains(refs, any("#/components/parameters/limit")) {
+		t.Errorf("the items operation's parameters %v do not name #/components/parameters/limit", refs)
+	}
 }

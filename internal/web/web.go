@@ -25,6 +25,7 @@ const PageContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-
 var (
 	static, _  = fs.Sub(files, "static")
 	index      = mustRead(static, "index.html")
+	favicon    = mustRead(static, "favicon.ico")
 	fileServer = http.StripPrefix("/static", http.FileServerFS(static))
 )
 
@@ -51,4 +52,11 @@ func Static(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "public, max-age=3600")
 	fileServer.ServeHTTP(c.Writer, c.Request)
+}
+
+// Favicon serves the icon browsers ask for on /favicon.ico, whatever page
+// they show; geogate's own, drawn for it.
+func Favicon(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=86400")
+	c.Data(http.StatusOK, "image/x-icon", favicon)
 }

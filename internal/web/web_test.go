@@ -14,6 +14,7 @@ func TestRoutes(t *testing.T) {
 	r := gin.New()
 	r.GET("/", Map)
 	r.GET("/static/*filepath", Static)
+	r.GET("/favicon.ico", Favicon)
 	tests := []struct {
 		name, path  string
 		wantStatus  int
@@ -28,6 +29,7 @@ func TestRoutes(t *testing.T) {
 		{"ScriptReadsTileHeaders", "/static/map.js", 200, "text/javascript; charset=utf-8", "res.headers.get('RateLimit')"},
 		{"PageHasTheQuotaPanel", "/", 200, "text/html; charset=utf-8", `<div id="quota">`},
 		{"Licence", "/static/MAPLIBRE-LICENSE.txt", 200, "text/plain; charset=utf-8", "MapLibre contributors"},
+		{"Favicon", "/favicon.ico", 200, "image/x-icon", "\x00\x00\x01\x00"},
 		{"NoListing", "/static/", 404, "", ""},
 		{"Missing", "/static/nope.js", 404, "", ""},
 	}

@@ -91,11 +91,11 @@ type Exchange struct {
 }
 
 // undocumented are the routes of the documentation UI and of the map
-// page's files (internal/web), which, as in FastAPI, are not part of the
+// page's files and icon (internal/web), which, as in FastAPI, are not part of the
 // API description. The landing page / is: OGC API clients start there.
 func undocumented(path string) bool {
 	return path == "/docs" || path == "/redoc" || strings.HasPrefix(path, "/docs/assets/") ||
-		strings.HasPrefix(path, "/static/")
+		strings.HasPrefix(path, "/static/") || path == "/favicon.ico"
 }
 
 // Check returns what in x contradicts the document; nil when nothing does.
@@ -104,16 +104,26 @@ func (c *Checker) Check(ctx context.Context, x Exchange) []string {
 	if undocumented(req.URL.Path) || isPreflight(req) {
 		return nil
 	}
+	// HEAD is GET without the body (RFC 9110); the document lists GET
+	// only, and a HEAD answer is checked as the GET's, body aside.
+	head := req.Method == http.MethodHead
+	if head {
+		if len(x.Body) > 0 {
+			return []string{fmt.Sprintf("HEAD answered with a body of %d bytes", len(x.Body))}
+		}
+		req = req.Clone(ctx)
+		req.Method = http.MethodGet
+	}
 	body, err := decodedBody(x.Header, x.Body)
-	if err != nil {
+	if err != nil && !head {
 		return []string{err.Error()}
 	}
 	route, params, err := c.router.FindRoute(req)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound):
-		return c.checkFallback(http.StatusNotFound, "undocumented path", x.Status, x.Header, body)
+		return c.checkFallback(http.StatusNotFound, "undocumented path", x.Status, x.Header, body, head)
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		return c.checkFallback(http.StatusMethodNotAllowed, "undocumented method", x.Status, x.Header, body)
+		return c.checkFallback(http.StatusMethodNotAllowed, "undocumented method", x.Status, x.Header, body, head)
 	case err != nil:
 		return []string{fmt.Sprintf("finding the route: %v", err)}
 	}
@@ -139,6 +149,7 @@ func (c *Checker) Check(ctx context.Context, x Exchange) []string {
 			AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 			IncludeResponseStatus: true,
 			MultiError:            true,
+			ExcludeResponseBody:   head,
 		},
 	}
 	rin.SetBodyBytes(body)
@@ -150,9 +161,12 @@ func (c *Checker) Check(ctx context.Context, x Exchange) []string {
 
 // checkFallback checks an answer to a request the document does not
 // describe: the only acceptable answer is want with a {"detail": ...} body.
-func (c *Checker) checkFallback(want int, what string, status int, h http.Header, body []byte) []string {
+func (c *Checker) checkFallback(want int, what string, status int, h http.Header, body []byte, head bool) []string {
 	if status != want {
 		return []string{fmt.Sprintf("%s answered %d (want it documented, or %d)", what, status, want)}
+	}
+	if head {
+		body = []byte(`{"detail":"the body HEAD leaves out"}`)
 	}
 	var v any
 	if err := jsonUnmarshal(body, &v); err != nil {
