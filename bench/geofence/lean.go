@@ -53,7 +53,7 @@ func serveLean(addr, dbURL, redisURL string) error {
 	if err != nil {
 		return err
 	}
-	svc := geofence.New(pool, cat, benchSettings(), nil)
+	svc := geofence.New(pg.Runner{Pool: pool}, cat, benchSettings(), nil)
 	h := geofence.NewHandler(svc, benchSettings(), geofence.Access{})
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()

@@ -138,7 +138,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 	if err := subdivide(ctx, pool, cat, benchPolygons); err != nil {
 		return err
 	}
-	b.svc = geofence.New(pool, cat, b.settings, nil)
+	b.svc = geofence.New(pg.Runner{Pool: pool}, cat, b.settings, nil)
 	if err != nil {
 		return err
 	}

@@ -139,9 +139,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		}
 		s.raiseFloor(ctx, d.replicas, log)
 	}
-	geo := geofence.New(d.db, s.catalog, cfg.Geofence, committed)
-	geo.ReadFrom(d.replicas)
-	geo.QueueIn(fair)
+	geo := geofence.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Queue: fair}, s.catalog, cfg.Geofence, committed)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate, Scope: spatialScope})
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance

@@ -11,7 +11,6 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/pg"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Settings configure a Service and its Handler; internal/config fills
@@ -43,7 +42,11 @@ type Service struct {
 // runs after every write that changed a fence, once its transaction has
 // committed and before the write returns: the tile cache retires the
 // layer's tiles there.
-func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(context.Context)) *Service {
+//
+// run is where its statements run: the primary pool, the replicas that may
+// take its reads and the fair queue they enter, as every capability is
+// handed them; a zero Timeouts in run takes s.Timeouts.
+func New(run pg.Runner, cat *catalog.Catalog, s Settings, committed func(context.Context)) *Service {
 	if committed == nil {
 		committed = func(context.Context) {}
 	}
@@ -51,14 +54,16 @@ func New(pool *pgxpool.Pool, cat *catalog.Catalog, s Settings, committed func(co
 	if own == "" {
 		own = "geogate"
 	}
-	svc := &Service{db: db{run: pg.Runner{Pool: pool, Timeouts: s.Timeouts, Stale: cat.RefreshSoon}}, cat: cat, own: own, committed: committed}
+	if run.Timeouts == (pg.Timeouts{}) {
+		run.Timeouts = s.Timeouts
+	}
+	if run.Stale == nil {
+		run.Stale = cat.RefreshSoon
+	}
+	svc := &Service{db: db{run: run}, cat: cat, own: own, committed: committed}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }
-
-// ReadFrom sends the service's reads to r's replicas when they may serve
-// them (nil: every read on the primary).
-func (s *Service) ReadFrom(r *pg.Replicas) { s.db.run.Replicas = r }
 
 // errUnknownLayer answers a layer id the catalog does not hold.
 var errUnknownLayer = apperr.New(apperr.NotFound, "Unknown layer: GET /layers lists the published ones.")

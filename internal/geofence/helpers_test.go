@@ -18,6 +18,7 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -56,7 +57,7 @@ func newService(t testing.TB, pool, meta *pgxpool.Pool, timeouts Timeouts) *Serv
 	if err != nil {
 		t.Fatalf("catalog.Open() = %v", err)
 	}
-	return New(pool, cat, Settings{Timeouts: timeouts}, nil)
+	return New(pg.Runner{Pool: pool, Timeouts: timeouts}, cat, Settings{}, nil)
 }
 
 // testRouter serves the package's routes over svc, as cmd/api does but

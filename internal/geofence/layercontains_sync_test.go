@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -87,7 +88,7 @@ func TestContainsCopyFollowsPlainSQL(t *testing.T) {
 	if l.Parts == nil {
 		t.Fatal("countries has no copy after InstallParts")
 	}
-	svc := New(pool, cat, Settings{Timeouts: testTimeouts}, nil)
+	svc := New(pg.Runner{Pool: pool, Timeouts: testTimeouts}, cat, Settings{}, nil)
 	h := testRouter(svc, testRules, nil)
 	mustExec(t, pool, "CREATE TABLE public.countries_saved AS SELECT * FROM public.countries")
 	app := appConn(t, pool, url)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func containsService(t *testing.T) (*pgxpool.Pool, *catalog.Catalog, *Service, h
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := New(pool, cat, Settings{Timeouts: testTimeouts}, nil)
+	svc := New(pg.Runner{Pool: pool, Timeouts: testTimeouts}, cat, Settings{}, nil)
 	return pool, cat, svc, contract.Wrap(t, testRouter(svc, testRules, nil), testRules.Limits)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -188,7 +189,7 @@ func TestFenceReadsAreCutToTheScope(t *testing.T) {
 func TestWithinCutToTheScopeOnEveryLayer(t *testing.T) {
 	pool, cat, unscopedH := userService(t)
 	ctx := context.Background()
-	svc := New(pool, cat, Settings{Timeouts: testTimeouts}, nil)
+	svc := New(pg.Runner{Pool: pool, Timeouts: testTimeouts}, cat, Settings{}, nil)
 	rules := testRules
 	rules.MaxRadius = 3_000_000
 	for _, l := range cat.Layers() {

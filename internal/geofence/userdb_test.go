@@ -14,6 +14,7 @@ import (
 
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func userService(t *testing.T) (*pgxpool.Pool, *catalog.Catalog, http.Handler) {
 	}
 	rules := testRules
 	rules.MaxRadius = 3_000_000
-	svc := New(pool, cat, Settings{Timeouts: testTimeouts}, nil)
+	svc := New(pg.Runner{Pool: pool, Timeouts: testTimeouts}, cat, Settings{}, nil)
 	return pool, cat, contract.Wrap(t, testRouter(svc, rules, nil), rules.Limits)
 }
 
@@ -255,7 +256,7 @@ func TestWithinMillionPoints(t *testing.T) {
 // is searched through the index the table has, with no other.
 func TestWithinUsesEachLayersOwnIndex(t *testing.T) {
 	pool, cat, _ := userService(t)
-	svc := New(pool, cat, Settings{Timeouts: testTimeouts}, nil)
+	svc := New(pg.Runner{Pool: pool, Timeouts: testTimeouts}, cat, Settings{}, nil)
 	for _, c := range []struct {
 		layer, index string
 		lng, lat     float64
