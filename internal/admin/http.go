@@ -432,7 +432,11 @@ func readChange(m map[string]json.RawMessage, errs *apperr.ValidationError) Chan
 	if raw, ok := m["spatial_scope"]; ok {
 		sp, err := spatial.Parse(raw)
 		if err != nil {
-			errs.Add("null (the whole world), [minLng, minLat, maxLng, maxLat], or a GeoJSON Polygon or MultiPolygon in WGS84.", "value_error", "body", "spatial_scope")
+			msg := "null (the whole world), [minLng, minLat, maxLng, maxLat], or a GeoJSON Polygon or MultiPolygon in WGS84 whose rings neither cross nor touch themselves or each other."
+			if r := spatial.Reason(err); r != "" {
+				msg += " This one: " + r + "."
+			}
+			errs.Add(msg, "value_error", "body", "spatial_scope")
 		}
 		ch.Spatial = Opt[*spatial.Scope]{Set: err == nil, V: sp}
 	}

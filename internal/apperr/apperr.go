@@ -31,6 +31,11 @@ const (
 	// the service cannot do everyone's work just now and this caller asks
 	// for more of it than the others.
 	Reduced
+	// Failed is a request the service cannot serve and will not serve on
+	// a retry either: the stored data or the service's own settings are
+	// at fault, not the request and not a dependency's availability. Its
+	// message reaches the client, so it must name no SQL or driver text.
+	Failed
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

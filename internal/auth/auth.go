@@ -133,7 +133,7 @@ var (
 	errTokenIssuer     = apperr.New(apperr.Unauthenticated, "The bearer token was issued by an issuer this service does not trust.")
 	errTokenAudience   = apperr.New(apperr.Unauthenticated, "The bearer token is not meant for this service (audience).")
 	errTokenClaims     = apperr.New(apperr.Unauthenticated, "The bearer token lacks a required claim (sub, exp) or has a malformed one.")
-	errTokenGeoScope   = apperr.New(apperr.Unauthenticated, "The bearer token has a malformed geo_scope claim.")
+	errTokenGeoScope   = apperr.New(apperr.Unauthenticated, "The bearer token has a malformed geo_scope claim: it must be [minLng, minLat, maxLng, maxLat] or a GeoJSON Polygon or MultiPolygon in WGS84 whose rings neither cross nor touch themselves or each other.")
 	errNoTokens        = apperr.New(apperr.Unauthenticated, "This service does not accept bearer tokens.")
 	errKeyUnavailable  = apperr.New(apperr.Unavailable, "Credentials cannot be verified right now; try again shortly.")
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/spatial"
 )
@@ -338,5 +339,35 @@ func TestSpatialScopeOnFences(t *testing.T) {
 	got, _ := allPages(t, h, "/geofences")
 	if want := []int64{ids["straddling"]}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("listing = %v, want only the straddling fence %v (the inside one is deleted)", got, want)
+	}
+}
+
+func TestOutsideScopeNamesWhatLeftIt(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	svc, _ := newTestService(t, pool, testTimeouts)
+	scope, err := spatial.NewBBox(0, 0, 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := contract.Wrap(t, testRouter(svc, testRules, scope), testRules.Limits)
+	tests := []struct {
+		name, method, target, body, want string
+	}{
+		{"Point", "GET", "/geofences/contains?lng=20&lat=20", "", "The point lies outside your spatial scope."},
+		{"BatchPoint", "POST", "/geofences/contains", `{"points":[[1,1],[20,20]]}`, "The point lies outside your spatial scope."},
+		{"Circle", "GET", "/within?lng=20&lat=20&radius=100", "", "The query circle leaves your spatial scope: the whole circle must lie inside it."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(t, h, tt.method, tt.target, tt.body)
+			var got httpx.Detail
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("%s %s: body %s: %v", tt.method, tt.target, body, err)
+			}
+			if status != 403 || got.Detail != tt.want {
+				t.Errorf("%s %s = %d %v, want 403 %q", tt.method, tt.target, status, got.Detail, tt.want)
+			}
+		})
 	}
 }

@@ -76,6 +76,7 @@ func orFences(layer string) string {
 // Errors of a request that reaches outside the caller's spatial scope.
 var (
 	errCircleOutsideScope   = apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope: the whole circle must lie inside it.")
+	errPointOutsideScope    = apperr.New(apperr.Forbidden, "The point lies outside your spatial scope.")
 	errGeometryOutsideScope = apperr.New(apperr.Forbidden, "The geometry leaves your spatial scope: all of it must lie inside.")
 )
 
@@ -127,13 +128,17 @@ func badCursor() error {
 func (h *Handler) scopeWKB(c *gin.Context) []byte { return h.scope(c.Request.Context()).WKB() }
 
 // check refuses, with a 403, a circle (a point has radius 0) that leaves
-// the caller's spatial scope.
+// the caller's spatial scope, calling a point a point.
 func (h *Handler) check(c *gin.Context, lng, lat, r float64) bool {
-	if !h.scope(c.Request.Context()).ContainsCircle(lng, lat, r) {
-		httpx.Abort(c, errCircleOutsideScope)
-		return false
+	if h.scope(c.Request.Context()).ContainsCircle(lng, lat, r) {
+		return true
 	}
-	return true
+	err := errCircleOutsideScope
+	if r == 0 {
+		err = errPointOutsideScope
+	}
+	httpx.Abort(c, err)
+	return false
 }
 
 // nextLink is the request's URL with cursor set, relative to the service

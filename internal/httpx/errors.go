@@ -54,6 +54,7 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.Reduced:         http.StatusServiceUnavailable,
 	apperr.Timeout:         http.StatusGatewayTimeout,
 	apperr.BadRequest:      http.StatusBadRequest,
+	apperr.Failed:          http.StatusInternalServerError,
 }
 
 // Status returns the HTTP status for err and the detail safe to show.

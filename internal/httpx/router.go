@@ -10,7 +10,8 @@ import (
 
 // NewRouter returns a Gin engine with geogate's defaults: FastAPI-shaped
 // 404 and 405 bodies, client addresses resolved through trusted, request
-// ids, access logs, metrics and panic recovery. metrics may be nil.
+// ids, access logs, metrics, panic recovery and a 400 for a malformed
+// query string (CheckQuery). metrics may be nil.
 func NewRouter(log *slog.Logger, metrics *Metrics, trusted TrustedProxies) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -26,7 +27,7 @@ func NewRouter(log *slog.Logger, metrics *Metrics, trusted TrustedProxies) *gin.
 	if metrics != nil {
 		r.Use(metrics.Middleware())
 	}
-	r.Use(Recover())
+	r.Use(Recover(), CheckQuery())
 
 	r.NoRoute(func(c *gin.Context) {
 		AbortStatus(c, http.StatusNotFound, "Not Found")

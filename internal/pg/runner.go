@@ -72,7 +72,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 	defer cancel()
 	leave, err := Enter(qctx, r.Queue)
 	if err != nil {
-		return r.classify(ctx, qctx, err)
+		return r.classify(ctx, err)
 	}
 	var held time.Duration
 	// Deferred before the release, so run after it: the slot is given
@@ -80,12 +80,12 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 	defer func() { leave(held) }()
 	conn, err := r.acquire(qctx)
 	if err != nil {
-		return r.classify(ctx, qctx, err)
+		return r.classify(ctx, err)
 	}
 	defer conn.Release()
 	held, err = Held(qctx, func() error { return fn(qctx, conn) })
 	if err != nil {
-		return r.classify(ctx, qctx, err)
+		return r.classify(ctx, err)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pg
 	defer cancel()
 	leave, err := Enter(qctx, r.Queue)
 	if err != nil {
-		return r.classify(ctx, qctx, err)
+		return r.classify(ctx, err)
 	}
 	var held time.Duration
 	defer func() { leave(held) }()
@@ -119,7 +119,7 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pg
 		return err
 	})
 	if err != nil {
-		return r.classify(ctx, qctx, err)
+		return r.classify(ctx, err)
 	}
 	return nil
 }
@@ -139,15 +139,18 @@ func (r *Runner) acquireFrom(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.
 }
 
 // classify turns a driver error into the error vocabulary; the driver's
-// text only ever reaches logs.
-func (r *Runner) classify(ctx, qctx context.Context, err error) error {
+// text only ever reaches logs. The error decides, not the clock: a
+// statement that failed for its own reason (bad data, bad arguments) is
+// that failure even when the deadline passed meanwhile, and only a
+// cancellation is a timeout, or the client's going away when ctx ended.
+func (r *Runner) classify(ctx context.Context, err error) error {
 	var ae *apperr.Error
 	switch {
 	case errors.As(err, &ae):
 		return err
-	case ctx.Err() != nil:
+	case IsCancellation(err) && ctx.Err() != nil:
 		return ctx.Err() // the client went away, or its own deadline passed
-	case qctx.Err() != nil || isQueryCanceled(err) || pgconn.Timeout(err):
+	case IsCancellation(err):
 		return apperr.Wrap(apperr.Timeout, "The query took longer than "+r.Timeouts.QueryTimeout.String()+" and was cancelled.", err)
 	case IsConnectErr(err):
 		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
@@ -158,6 +161,16 @@ func (r *Runner) classify(ctx, qctx context.Context, err error) error {
 		return apperr.Wrap(apperr.NotFound, apperr.MessageOf(ErrLayerChanged), err)
 	}
 	return err
+}
+
+// IsCancellation reports an error that says a call was cut short rather
+// than failed: its context ended (waiting for a slot or a connection, or
+// reading the answer), the server cancelled the statement (a cancel
+// request or statement_timeout, SQLSTATE 57014), or the connection timed
+// out after the cancel went unanswered.
+func IsCancellation(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		isQueryCanceled(err) || pgconn.Timeout(err)
 }
 
 // isQueryCanceled reports a statement cancelled by a cancel request or a

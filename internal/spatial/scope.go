@@ -128,6 +128,9 @@ func NewGeometry(g geom.T) (*Scope, error) {
 		}
 		s.polys = append(s.polys, rings)
 	}
+	if err := checkSimple(s.polys); err != nil {
+		return nil, err
+	}
 	raw, err := geojson.Marshal(mp)
 	if err != nil {
 		return nil, ErrInvalid

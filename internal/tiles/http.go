@@ -41,7 +41,8 @@ type Handler struct {
 var (
 	errNoTile    = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
 	errOutside   = apperr.New(apperr.Forbidden, "This tile lies outside your spatial scope.")
-	errRenderBad = apperr.New(apperr.Unavailable, "The tile could not be rendered; try again.")
+	errRenderBad = apperr.New(apperr.Failed, "The tile could not be rendered: the layer's data or tile settings cannot be drawn at this address, and a retry will fail the same way. The service log says why.")
+	errDBDown    = apperr.New(apperr.Unavailable, "The database is unavailable; try again shortly.")
 	errTwice     = apperr.New(apperr.NotFound, "A composite tile names each layer once.")
 	errTooMany   = apperr.New(apperr.NotFound, fmt.Sprintf("A composite tile combines at most %d layers.", maxComposite))
 )
@@ -202,10 +203,7 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 	}
 	defer release()
 	if err := h.renderParts(ctx, parts, t, scopeWKB, scopeHash); err != nil {
-		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && apperr.KindOf(err) == apperr.Internal {
-			err = apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errRenderBad), err)
-		}
-		httpx.Abort(c, err)
+		httpx.Abort(c, h.renderFailed(ctx, err))
 		return
 	}
 	status := "HIT"
@@ -222,6 +220,27 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 		return
 	}
 	h.write(c, status, cacheControl, entry{ETag: etag(raw)}, raw)
+}
+
+// renderFailed is the answer to a render that failed with err. As for
+// every query of the service (see pg.Runner), the error decides, not the
+// clock: a cancellation while the caller still waits is the render
+// timeout, a 504 like every deadline; a database out of reach is a 503
+// worth retrying; any other error is the layer's data or settings failing
+// the statement, which no retry mends, so it is a 500 that does not say
+// "try again".
+func (h *Handler) renderFailed(ctx context.Context, err error) error {
+	switch {
+	case apperr.KindOf(err) != apperr.Internal:
+		return err
+	case pg.IsCancellation(err) && ctx.Err() != nil:
+		return err // the client went away
+	case pg.IsCancellation(err):
+		return apperr.Wrap(apperr.Timeout, fmt.Sprintf("The tile took longer than %s to render and was cancelled.", h.s.RenderTimeout), err)
+	case pg.IsConnectErr(err):
+		return apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errDBDown), err)
+	}
+	return apperr.Wrap(apperr.Failed, apperr.MessageOf(errRenderBad), err)
 }
 
 // renderParts renders the parts the cache did not hold, at the same time,

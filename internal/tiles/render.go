@@ -83,7 +83,7 @@ var errChanged = apperr.New(apperr.NotFound, "This layer was removed or changed 
 
 // errBadSettings answers a layer whose table changed under its settings
 // (a column they name was dropped, say); the log says what.
-var errBadSettings = apperr.New(apperr.Unavailable, "This layer's tile settings no longer fit its table; the service log says why.")
+var errBadSettings = apperr.New(apperr.Failed, "This layer's tile settings no longer fit its table; the service log says why.")
 
 // Layer returns the tile layer id, or the error to answer.
 func (r *Renderer) Layer(id string) (*Layer, error) {
