@@ -434,8 +434,8 @@ func checkPeerWithin(t *testing.T, pool *pgxpool.Pool, base string, c peerColumn
 	}
 }
 
-// checkPeerRefused wants the tiles and /within of a layer without a CRS
-// refused, saying why.
+// checkPeerRefused wants the tiles, /within and spatial filters of a
+// layer without a CRS refused, saying why.
 func checkPeerRefused(t *testing.T, base string, l peerLayer) {
 	t.Helper()
 	for _, u := range []string{
@@ -445,6 +445,16 @@ func checkPeerRefused(t *testing.T, base string, l peerLayer) {
 		var e struct{ Detail any }
 		peerGet(t, u, 422, &e)
 		if !strings.Contains(fmt.Sprint(e.Detail), "SRID") {
+			t.Errorf("GET %s says %v, want it to name the SRID", u, e.Detail)
+		}
+	}
+	// A spatial filter, like a bbox, cannot place a geometry: the
+	// client's request is refused (400), not failed (500).
+	for _, f := range []string{"S_INTERSECTS(geometry, POINT(2 5))", "S_INTERSECTS(" + l.GeometryColumn + ", BBOX(0, 0, 10, 10))"} {
+		u := base + "/collections/" + l.ID + "/items?filter=" + url.QueryEscape(f)
+		var e struct{ Detail any }
+		peerGet(t, u, 400, &e)
+		if !strings.Contains(fmt.Sprint(e.Detail), "SRID 0") {
 			t.Errorf("GET %s says %v, want it to name the SRID", u, e.Detail)
 		}
 	}
