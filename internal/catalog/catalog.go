@@ -85,8 +85,8 @@ type Property struct {
 	Name string
 	// PGType is the column's type as PostgreSQL formats it.
 	PGType string
-	// Type is its JSON type: number, integer, boolean, string, array or
-	// object (json and jsonb, whatever they hold).
+	// Type is its JSON type: number, integer, boolean, string or array,
+	// or json for a json or jsonb column, which may hold any JSON value.
 	Type string
 	// Format refines a string: date-time, date, time or uuid; "" for none.
 	Format string
@@ -124,7 +124,9 @@ func jsonType(typname string, category byte) (typ, format string) {
 	case "bool":
 		return "boolean", ""
 	case "json", "jsonb":
-		return "object", ""
+		// Any JSON value: an object, an array, a string, a number, a
+		// boolean or null (pg_featureserv's test_json holds an array).
+		return "json", ""
 	case "timestamptz", "timestamp":
 		return "string", "date-time"
 	case "date":
@@ -172,4 +174,51 @@ func LonLatOfGeography(col, geometryType string) string {
 	}
 	return fmt.Sprintf("CASE WHEN ST_Intersects(%[1]s, 'SRID=4326;LINESTRING(180 -89.9, 180 0, 180 89.9)'::geography) "+
 		"THEN ST_WrapX(ST_ShiftLongitude(%[1]s::geometry), 180, -360) ELSE %[1]s::geometry END", col)
+}
+
+// Located says the layer's coordinates have a known place on the Earth:
+// a geography column, or geometry in an SRID other than 0. A layer in
+// SRID 0 (a CAD drawing, a local grid) is served with its coordinates as
+// they are stored; nothing that needs longitude and latitude (tiles,
+// /within, a bbox, a spatial scope) can be asked of it.
+func (l *Layer) Located() bool { return l.Geography || l.SRID > 0 }
+
+// MayCurve says the column's type can hold curves (CircularString,
+// CompoundCurve, CurvePolygon, MultiCurve, MultiSurface), alone or in a
+// collection. Geography cannot.
+func (l *Layer) MayCurve() bool {
+	if l.Geography {
+		return false
+	}
+	switch t := strings.ToUpper(strings.TrimSuffix(l.GeometryType, "M")); t {
+	case "GEOMETRY", "GEOMETRYCOLLECTION", "CIRCULARSTRING", "COMPOUNDCURVE", "CURVEPOLYGON",
+		"MULTICURVE", "MULTISURFACE", "CURVE", "SURFACE":
+		return true
+	}
+	return false
+}
+
+// Linear is the SQL of the layer's column col (an expression over a row)
+// without arcs. GeoJSON, geography, ST_Simplify and MVT know only
+// straight edges, so a curve is cut into straight segments
+// (ST_CurveToLine, 32 per quarter circle) wherever the type may hold one;
+// ST_HasArc leaves the other rows of such a column untouched, at the cost
+// of one look at their header.
+func (l *Layer) Linear(col string) string {
+	if !l.MayCurve() {
+		return col
+	}
+	return "CASE WHEN ST_HasArc(" + col + ") THEN ST_CurveToLine(" + col + ") ELSE " + col + " END"
+}
+
+// PropertiesJSON is the SQL of the layer's properties of row (an alias or
+// a record expression) as one jsonb object, built from the property
+// columns alone: to_jsonb of the whole row would also write each
+// geometry as GeoJSON, which costs, and fails on a curve.
+func (l *Layer) PropertiesJSON(row string) string {
+	cols := make([]string, len(l.Properties))
+	for i, p := range l.Properties {
+		cols[i] = row + "." + quoteIdent(p.Name)
+	}
+	return "to_jsonb((SELECT p FROM (SELECT " + strings.Join(cols, ", ") + ") p))"
 }

@@ -95,7 +95,7 @@ func TestDiscoverProperties(t *testing.T) {
 		byTable[l.Table+"."+l.Column] = ps
 	}
 	want := map[string][]string{
-		"roads.geom":         {"gid:integer", "ref:string", "lanes:integer", "oneway:boolean", "opened:string:date", "tags:object"},
+		"roads.geom":         {"gid:integer", "ref:string", "lanes:integer", "oneway:boolean", "opened:string:date", "tags:json"},
 		"Bus Stops.geom":     {"stop_code:string", "Name:string", "wheelchair:boolean", "routes:array", "updated:string:date-time"},
 		"parcels.geom":       {"parcel_id:integer", "owner:string", "area_sqft:number", "assessed:number"},
 		"select.outline":     {"Order:integer", "from:string", "Where Clause:string"},

@@ -129,7 +129,10 @@ func (w *sqlWriter) resolve(o operand) (value, error) {
 			return value{}, fmt.Errorf("cql2: queryable %q has type %q, not one of string, number, integer, boolean, timestamp, date, geometry", o.name, col.Type)
 		}
 		if typ == vGeometry && !col.Geography && col.SRID <= 0 {
-			return value{}, fmt.Errorf("cql2: geometry queryable %q has no SRID", o.name)
+			// A column in SRID 0 (a CAD drawing, a local grid) has no place
+			// on the Earth to project a literal into: the filter asks what
+			// cannot be answered, which is the client's to change.
+			return value{}, errAt(o.at, "%q is stored in SRID 0, with no coordinate reference system: no geometry can be compared with it", o.name)
 		}
 		return value{typ: typ, integer: col.Type == "integer", col: &col}, nil
 	case *stringLit:

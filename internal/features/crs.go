@@ -26,6 +26,11 @@ const (
 // CRS84 is the default CRS of every request and answer.
 var CRS84 = CRS{SRID: 4326, URI: crs84URI}
 
+// localCRS is the CRS of a layer in SRID 0: its coordinates as stored,
+// with no place on the Earth and no URI to name it by. An answer in it
+// carries no Content-Crs.
+var localCRS = CRS{SRID: 0}
+
 func epsg(srid int) CRS {
 	return CRS{SRID: srid, LatFirst: srid == 4326, URI: epsgPrefix + strconv.Itoa(srid)}
 }
@@ -33,6 +38,9 @@ func epsg(srid int) CRS {
 // crsList is what a layer offers: CRS84, EPSG:4326, Web Mercator and its
 // storage CRS.
 func crsList(storage int) []CRS {
+	if storage <= 0 {
+		return nil
+	}
 	list := []CRS{CRS84, epsg(4326), epsg(3857)}
 	if storage != 4326 && storage != 3857 && storage > 0 {
 		list = append(list, epsg(storage))
@@ -41,7 +49,7 @@ func crsList(storage int) []CRS {
 }
 
 func crsURIs(storage int) []string {
-	var out []string
+	out := []string{}
 	for _, c := range crsList(storage) {
 		out = append(out, c.URI)
 	}
@@ -51,8 +59,11 @@ func crsURIs(storage int) []string {
 // storageCRS is the CRS a layer's column is stored in; a layer in
 // longitude/latitude reports CRS84, the order it stores.
 func storageCRS(srid int) CRS {
-	if srid == 4326 || srid <= 0 {
+	if srid == 4326 {
 		return CRS84
+	}
+	if srid <= 0 {
+		return localCRS
 	}
 	return epsg(srid)
 }
@@ -77,8 +88,17 @@ func parseCRS(param, v string, storage int) (CRS, error) {
 			return c, nil
 		}
 	}
+	if storage <= 0 {
+		return CRS{}, errNoCRS(param)
+	}
 	return CRS{}, apperr.Errorf(apperr.BadRequest, "%s: %q is not a CRS this collection offers; its crs list names them (%s).",
 		param, v, strings.Join(crsURIs(storage), ", "))
+}
+
+// errNoCRS refuses parameter param on a layer in SRID 0, whose
+// coordinates no CRS can be compared with or transformed to.
+func errNoCRS(param string) error {
+	return apperr.Errorf(apperr.BadRequest, "%s: this collection is stored in SRID 0, with no coordinate reference system: its coordinates are served as they are, and cannot be transformed or compared with a box or a scope.", param)
 }
 
 // contentCRS is the Content-Crs header value of c.

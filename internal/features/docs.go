@@ -60,7 +60,7 @@ type collection struct {
 	Extent      extent   `json:"extent"`
 	ItemType    string   `json:"itemType"`
 	CRS         []string `json:"crs"`
-	StorageCRS  string   `json:"storageCrs"`
+	StorageCRS  string   `json:"storageCrs,omitempty"` // none in SRID 0
 }
 
 type extent struct {
@@ -184,8 +184,13 @@ func (s *Service) schemaHead(id string, l *layerSQL) jsonSchema {
 	}
 }
 
+// typed is the JSON Schema of a property of JSON type typ; a json or jsonb
+// column ("json") holds any JSON value, so its schema names no type.
 func typed(name, typ, format string) map[string]any {
-	m := map[string]any{"title": name, "type": typ}
+	m := map[string]any{"title": name}
+	if typ != "json" {
+		m["type"] = typ
+	}
 	if format != "" {
 		m["format"] = format
 	}

@@ -202,7 +202,7 @@ func (s *Service) Items(c *gin.Context) {
 	lj, _ := json.Marshal(links)
 	b.Write(lj)
 	b.WriteByte('}')
-	c.Header("Content-Crs", contentCRS(p.CRS))
+	setContentCRS(c, p.CRS)
 	pass.Spent(gate.Usage{Cost: spent(len(p.Features), b.Len())})
 	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
 }
@@ -228,6 +228,14 @@ func withQuery(href string, v url.Values, cursor string) string {
 		return href
 	}
 	return href + "?" + q.Encode()
+}
+
+// setContentCRS names the CRS of an answer's coordinates; an answer in a
+// local CRS (SRID 0) names none.
+func setContentCRS(c *gin.Context, crs CRS) {
+	if crs.URI != "" {
+		c.Header("Content-Crs", contentCRS(crs))
+	}
 }
 
 func writeFeature(b *bytes.Buffer, f Feature) {
@@ -270,7 +278,7 @@ func (s *Service) Item(c *gin.Context) {
 	sum := sha256.Sum256(append([]byte(crs.URI+"\x00"), body...))
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	c.Header("ETag", etag)
-	c.Header("Content-Crs", contentCRS(crs))
+	setContentCRS(c, crs)
 	if inm := c.GetHeader("If-None-Match"); inm != "" && (inm == etag || inm == "*" || strings.Contains(inm, etag)) {
 		c.Status(http.StatusNotModified)
 		return

@@ -184,6 +184,9 @@ func (s *Service) itemsQuery(ctx context.Context, l *layerSQL, v url.Values) (*q
 	if q.limit, err = parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit); err != nil {
 		return nil, "", err
 	}
+	if !l.l.Located() && (v.Has("bbox") || q.scope != nil) {
+		return nil, "", errNoCRS(map[bool]string{true: "bbox", false: "scope"}[v.Has("bbox")])
+	}
 	if b := v.Get("bbox"); b != "" {
 		bc, err := optionalCRS(v, "bbox-crs", l.l.SRID)
 		if err != nil {
@@ -228,6 +231,9 @@ func (s *Service) itemsQuery(ctx context.Context, l *layerSQL, v url.Values) (*q
 
 func optionalCRS(v url.Values, param string, storage int) (CRS, error) {
 	if !v.Has(param) {
+		if storage <= 0 {
+			return localCRS, nil
+		}
 		return CRS84, nil
 	}
 	return parseCRS(param, v.Get(param), storage)

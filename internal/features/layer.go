@@ -48,7 +48,7 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 		// table: GIS clients keep properties, not always feature ids.
 		s.all = `coalesce(l.properties, '{}'::jsonb) || jsonb_build_object('id', l.id, 'name', l.name)`
 	} else {
-		s.all = "to_jsonb(l) - " + textArray(append(append([]string{l.Column}, l.OtherGeometries...), l.Hidden...))
+		s.all = l.PropertiesJSON("l")
 	}
 	s.queryables = columnQueryables(&keyed, shaped)
 	s.pickTime()
@@ -65,12 +65,14 @@ func keyExpr(l *catalog.Layer) (expr, typ string) {
 }
 
 // lonLatExpr is the layer's column of row l as geometry in EPSG:4326.
+// Curves are cut into straight segments first (see catalog.Layer.Linear);
+// a layer in SRID 0 has no longitude and latitude: its column as it is.
 func lonLatExpr(l *catalog.Layer) string {
-	col := "l." + catalog.QuoteIdent(l.Column)
+	col := l.Linear("l." + catalog.QuoteIdent(l.Column))
 	switch {
 	case l.Geography:
 		return catalog.LonLatOfGeography(col, l.GeometryType)
-	case l.SRID == 4326:
+	case l.SRID == 4326 || !l.Located():
 		return col
 	}
 	return "ST_Transform(" + col + ", 4326)"

@@ -151,11 +151,13 @@ func parseDatetime(v string) (*interval, error) {
 }
 
 // parseProperties reads a properties list; known, when not nil, holds the
-// names a layer has.
+// names a layer has. Names are split on commas and taken exactly as
+// given: a column may be called " name " (martin's SpacesAndQuotes), and
+// trimming would make it unreachable. Empty names are skipped, so that
+// properties= asks for none.
 func parseProperties(v string, known []string, collection string) ([]string, error) {
 	names := []string{}
 	for _, n := range strings.Split(v, ",") {
-		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}

@@ -224,7 +224,7 @@ func (s *layerSQL) propsExpr(b *builder, names []string) string {
 // geoJSON is the feature's geometry in q's CRS, cut to the caller's scope
 // where it reaches beyond it.
 func (s *layerSQL) geoJSON(b *builder, q *query, own string) string {
-	col := "l." + catalog.QuoteIdent(s.l.Column)
+	col := s.l.Linear("l." + catalog.QuoteIdent(s.l.Column))
 	if q.scope == nil && !s.l.Geography && q.crs.SRID == s.l.SRID && !q.crs.LatFirst {
 		return "ST_AsGeoJSON(" + col + ")"
 	}

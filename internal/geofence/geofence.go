@@ -6,6 +6,7 @@ package geofence
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -69,10 +70,20 @@ func New(run pg.Runner, cat *catalog.Catalog, s Settings, committed func(context
 var errUnknownLayer = apperr.New(apperr.NotFound, "Unknown layer: GET /layers lists the published ones.")
 
 // layer returns the statements of the published layer id.
+// errNoCRS refuses a proximity or containment question on layer id, stored
+// in SRID 0: its coordinates have no place on the Earth to measure from.
+func errNoCRS(id string) error {
+	return apperr.InvalidField(fmt.Sprintf("Layer %s is stored in SRID 0, with no coordinate reference system: its coordinates have no place on the Earth, so no longitude, latitude or distance in metres can be compared with them.", id),
+		"value_error", "query", "layer")
+}
+
 func (s *Service) layer(id string) (*layerSQL, error) {
 	l := s.cat.Layer(id)
 	if l == nil {
 		return nil, errUnknownLayer
+	}
+	if !l.Located() {
+		return nil, errNoCRS(l.ID)
 	}
 	if v, ok := s.sql.Load(l); ok {
 		return v.(*layerSQL), nil

@@ -39,7 +39,7 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 
 // geogExpr is the layer's column of the row alias as geography.
 func geogExpr(l *catalog.Layer, alias string) string {
-	col := alias + "." + catalog.QuoteIdent(l.Column)
+	col := l.Linear(alias + "." + catalog.QuoteIdent(l.Column))
 	switch {
 	case l.Geography:
 		return col
@@ -70,7 +70,7 @@ func propsExpr(l *catalog.Layer, own bool) string {
   END - '{name,distance_m}'::text[]`
 	}
 	// distance_m is the feature's own: a column of that name gives way.
-	all := "to_jsonb(r.row) - " + quoteLiteralArray(append(otherGeometries(l), "distance_m"))
+	all := l.PropertiesJSON("(r.row)") + " - 'distance_m'"
 	return `CASE WHEN $7::text[] IS NULL THEN ` + all + `
        ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
              FROM jsonb_each(` + all + `) e WHERE e.key = ANY($7::text[]))
@@ -167,7 +167,7 @@ ORDER BY r.d, r.k`, "k::text, name, d, props, geo", []string{"d", "k"}, "$9"),
 // geoJSONRowExpr is the GeoJSON geometry of the answer's row r.row, cut
 // to the spatial scope in $8 (WKB) unless that is NULL.
 func geoJSONRowExpr(l *catalog.Layer) string {
-	col := "(r.row)." + catalog.QuoteIdent(l.Column)
+	col := l.Linear("(r.row)." + catalog.QuoteIdent(l.Column))
 	whole, lonLat := "ST_AsGeoJSON(ST_Transform("+col+", 4326))", "ST_Transform("+col+", 4326)"
 	switch {
 	case l.Geography:

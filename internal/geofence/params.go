@@ -148,8 +148,8 @@ func props(v url.Values, errs *apperr.ValidationError) []string {
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		n = strings.TrimSpace(n)
-		// PostgreSQL refuses text that is not UTF-8, so such a name is the
+		// Taken exactly as given, spaces included: a column may be called
+		// " name ". PostgreSQL refuses text that is not UTF-8, so such a name is the
 		// client's error, not a database failure.
 		if n == "" || len(n) > maxPropNameLen || strings.ContainsRune(n, 0) || !utf8.ValidString(n) {
 			errs.Add("A comma-separated list of property names, or none.", "value_error", "query", "properties")

@@ -190,7 +190,7 @@ func field(p catalog.Property) Field {
 		f.Type, f.expr = "Number", col
 	case p.Type == "boolean":
 		f.Type, f.expr = "Boolean", col
-	case p.Type == "object", p.Type == "array":
+	case p.Type == "json", p.Type == "array":
 		f.expr = "to_jsonb(" + col + ")::text"
 	case p.Format == "date-time":
 		f.expr = "to_jsonb(" + col + ")#>>'{}'"

@@ -85,11 +85,18 @@ var errChanged = apperr.New(apperr.NotFound, "This layer was removed or changed 
 // (a column they name was dropped, say); the log says what.
 var errBadSettings = apperr.New(apperr.Failed, "This layer's tile settings no longer fit its table; the service log says why.")
 
+// errNoCRS answers a tile of a layer stored in SRID 0: its coordinates have
+// no place on the Earth, so none of them falls in a Web Mercator tile.
+var errNoCRS = apperr.New(apperr.Invalid, "This layer is stored in SRID 0, with no coordinate reference system: its coordinates have no place on the Earth and cannot be cut into Web Mercator tiles. Its features are served as they are at /collections/{collectionId}/items.")
+
 // Layer returns the tile layer id, or the error to answer.
 func (r *Renderer) Layer(id string) (*Layer, error) {
 	cl := r.src.Layer(id)
 	if cl == nil {
 		return nil, errUnknown
+	}
+	if !cl.Located() {
+		return nil, errNoCRS
 	}
 	b := r.build(cl)
 	if b.err != nil {
@@ -115,6 +122,9 @@ func (r *Renderer) build(cl *catalog.Layer) built {
 func (r *Renderer) Layers() []*Layer {
 	var out []*Layer
 	for _, cl := range r.src.Layers() {
+		if !cl.Located() {
+			continue // see errNoCRS
+		}
 		if b := r.build(cl); b.err == nil {
 			out = append(out, b.l)
 		}

@@ -47,6 +47,10 @@ const box4326 = "ST_MakeEnvelope($4, $5, $6, $7, 4326)"
 // col is the layer's geometry or geography column of the row l.
 func (b builder) col() string { return "l." + catalog.QuoteIdent(b.l.src.Column) }
 
+// linear is col without arcs, which neither ST_Simplify nor ST_AsMVTGeom
+// take (see catalog.Layer.Linear).
+func (b builder) linear() string { return b.l.src.Linear(b.col()) }
+
 // srid is the SRID of the column's geometries (4326 for geography).
 func (b builder) srid() int { return b.l.src.SRID }
 
@@ -79,15 +83,15 @@ func (b builder) lngLat() string {
 	case b.l.src.Geography:
 		return catalog.LonLatOfGeography(b.col(), b.l.src.GeometryType)
 	case b.srid() == 4326:
-		return b.col()
+		return b.linear()
 	}
-	return "ST_Transform(" + b.col() + ", 4326)"
+	return "ST_Transform(" + b.linear() + ", 4326)"
 }
 
 // mercator is the row's geometry in Web Mercator; g4 is it in EPSG:4326.
 func (b builder) mercator(g4 string) string {
 	if b.srid() == 3857 && !b.l.src.Geography {
-		return b.col()
+		return b.linear()
 	}
 	return "ST_Transform(" + g4 + ", 3857)"
 }
@@ -221,7 +225,7 @@ func (b builder) shapes(scoped bool) string {
 		g = fmt.Sprintf("ST_Transform(ST_CollectionExtract(ST_Intersection(ST_MakeValid(ST_ClipByBox2D(%s, %s)), ST_Intersection(%s, %s)), %s), 3857)",
 			g4, box4326, scopeGeom(9), box4326, b.dimension())
 	case b.srid() == 3857 && !b.l.src.Geography:
-		g = "ST_ClipByBox2D(" + b.col() + ", " + b.tileEnvelope() + ")"
+		g = "ST_ClipByBox2D(" + b.linear() + ", " + b.tileEnvelope() + ")"
 	default:
 		g = "ST_Transform(ST_ClipByBox2D(" + g4 + ", " + box4326 + "), 3857)"
 	}

@@ -250,7 +250,7 @@ func sameValue(p catalog.Property, got, want any) bool {
 		return ok && math.Abs(g-w) <= 1e-9*math.Max(1, math.Abs(w))
 	case "boolean":
 		return got == want
-	case "object", "array":
+	case "json", "array":
 		s, ok := got.(string)
 		var v any
 		return ok && json.Unmarshal([]byte(s), &v) == nil && reflect.DeepEqual(v, want)
