@@ -210,7 +210,9 @@ func TestMapShowsTileRefusals(t *testing.T) {
 	}
 	const secret = "map-refusal-test-secret"
 	_, err := auth.NewStore(pool).Create(context.Background(), auth.CreateOptions{
-		Key:    auth.Key{ID: "map-refused", Scopes: []string{"tiles:read"}},
+		// Its own id per run: the windows are an hour long and outlive
+		// the test in the shared test Redis.
+		Key:    auth.Key{ID: "map-refused-" + testenv.Prefix(t), Scopes: []string{"tiles:read"}},
 		Secret: secret,
 	})
 	if err != nil {

@@ -211,10 +211,12 @@ func DefaultPolicies() map[string]ratelimit.Policy {
 		"tiles":        ratelimit.NewPolicy("tiles", ratelimit.Window{Limit: 100, Period: time.Second}),
 		"tiles-cached": cached,
 		// Milliseconds of PostgreSQL time: one client reading one page
-		// after another never uses more than a second each second, so
-		// GDAL and QGIS copy a layer with their own defaults, while the
-		// minute bounds any one caller to half a connection on average.
-		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 1000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 30000, Period: time.Minute, Unit: ratelimit.DBTime}),
+		// after another never uses more than a second each second (its
+		// true costs count when each page was admitted), so with room
+		// for one more page's estimate GDAL and QGIS copy a layer with
+		// their own defaults, while the minute bounds any caller to one
+		// connection's worth on average.
+		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 2000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 60000, Period: time.Minute, Unit: ratelimit.DBTime}),
 		// Reading one's own quotas (GET /rate_limit) spends only this.
 		"rate-limit": ratelimit.NewPolicy("rate-limit", ratelimit.Window{Limit: 60, Period: time.Minute}),
 	}

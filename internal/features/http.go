@@ -164,7 +164,13 @@ func writeJSON(c *gin.Context, typ string, v any) {
 func (s *Service) Items(c *gin.Context) {
 	v := httpx.Query(c)
 	id := c.Param("collectionId")
-	pass, ok := s.enter(c, s.pageCost(v), id)
+	// The first page also counts what matches: its database time is
+	// learned apart from the pages after it.
+	size := strconv.Itoa(s.pageCost(v))
+	if v.Get("cursor") != "" {
+		size += "+next"
+	}
+	pass, ok := s.gate.Admit(c, gate.Ask{Layers: []string{id}, Cost: s.pageCost(v), Size: size})
 	if !ok {
 		return
 	}

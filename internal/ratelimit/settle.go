@@ -107,11 +107,15 @@ func (s *localStore) settle(r *reservation, delta int, at int64) {
 }
 
 // settleLog refunds units the reservation added (its scores are all
-// r.at) or adds the excess at now.
+// r.at) or adds the excess at r.at, as settle.lua does.
 func (sh *localShard) settleLog(r *reservation, delta, now int64) {
+	var long int64
+	for _, w := range r.set.slide {
+		long = max(long, w.Period.Microseconds())
+	}
 	l := sh.logs[r.key]
 	if l == nil || now >= l.expires {
-		if delta < 0 {
+		if delta < 0 || r.at <= now-long {
 			return
 		}
 		l = &localLog{}
@@ -130,57 +134,34 @@ func (sh *localShard) settleLog(r *reservation, delta, now int64) {
 		l.scores = slices.Delete(l.scores, i, j)
 		return
 	}
-	pos := sort.Search(len(l.scores), func(j int) bool { return l.scores[j] > now })
-	l.scores = slices.Insert(l.scores, pos, slices.Repeat([]int64{now}, int(delta))...)
-	var long int64
-	for _, w := range r.set.slide {
-		long = max(long, w.Period.Microseconds())
+	if r.at <= now-long {
+		return
 	}
-	l.expires = now + long
+	pos := sort.Search(len(l.scores), func(j int) bool { return l.scores[j] > r.at })
+	l.scores = slices.Insert(l.scores, pos, slices.Repeat([]int64{r.at}, int(delta))...)
+	l.expires = max(l.expires, r.at+long)
 }
 
-// settleCounter adjusts the bucket the reservation was counted in, or
-// adds the excess to the current one.
+// settleCounter adjusts the bucket the reservation was counted in, in
+// every window that still counts it, as settle.lua does.
 func (sh *localShard) settleCounter(r *reservation, delta, nowus int64) {
 	now, at := floorDiv(nowus, 1000), floorDiv(r.at, 1000)
-	var longest int64
-	for _, w := range r.set.slide {
-		longest = max(longest, w.Period.Milliseconds())
-	}
 	c := sh.counters[r.key]
 	if c == nil || now >= c.expires {
-		if delta < 0 {
-			return
-		}
-		c = &localCounter{fields: map[int64][3]int64{}}
-		sh.counters[r.key] = c
+		return
 	}
 	for _, w := range r.set.slide {
 		p := w.Period.Milliseconds()
 		f, ok := c.fields[p]
-		if delta < 0 {
-			switch rb := floorDiv(at, p); {
-			case ok && f[0] == rb:
-				f[1] = max(0, f[1]+delta)
-			case ok && f[0] == rb+1:
-				f[2] = max(0, f[2]+delta)
-			}
-			if ok {
-				c.fields[p] = f
-			}
+		if !ok {
 			continue
 		}
-		nb := floorDiv(now, p)
-		switch {
-		case !ok || f[0] < nb-1:
-			f = [3]int64{nb, 0, 0}
-		case f[0] == nb-1:
-			f = [3]int64{nb, 0, f[1]}
+		switch rb := floorDiv(at, p); {
+		case f[0] == rb:
+			f[1] = max(0, f[1]+delta)
+		case f[0] == rb+1:
+			f[2] = max(0, f[2]+delta)
 		}
-		f[1] += delta
 		c.fields[p] = f
-	}
-	if delta > 0 {
-		c.expires = max(c.expires, now+longest)
 	}
 }

@@ -13,13 +13,19 @@
 -- ARGV[7]  the time in microseconds, or "" to read the Redis clock (TIME)
 -- ARGV[8..] the sliding windows' periods in microseconds (counter)
 --
--- A refund (delta < 0) takes back units of the reservation itself: the
--- log's newest members of it, the counter's units in the bucket it was
--- counted in, if that bucket still counts. Units that have already left
--- every window are not refunded twice. An excess (delta > 0) is added
--- now, unconditionally: the work is done. The limiter's bound follows:
--- the units admitted in any window exceed its limit by at most what the
--- requests still in flight had under-reserved.
+-- The true cost counts where the reservation did, at the time the request
+-- was admitted. A refund (delta < 0) takes back units of the reservation
+-- itself: the log's newest members of it, the counter's units in the
+-- bucket it was counted in, if that bucket still counts. An excess (delta
+-- > 0) is added unconditionally, since the work is done: log members
+-- scored at the reservation's time, counter units in its bucket. Units
+-- whose time has left every window are neither refunded nor added. The
+-- limiter's bound follows: the true cost of the requests admitted in any
+-- window exceeds its limit by at most what those still in flight had
+-- under-reserved. Counting an excess at the time it is learned instead
+-- would count a client's past and its next reservation in one window, so
+-- a client running one request after another could be refused while its
+-- true use was under the limit.
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local alg = ARGV[1]
@@ -60,8 +66,8 @@ elseif alg == 'log' and delta < 0 then
       k = last + 1
     end
   end
-elseif alg == 'log' and delta > 0 then
-  local score = int(now)
+elseif alg == 'log' and delta > 0 and at > now - longest then
+  local score = int(at)
   local k = 1
   while k <= delta do
     local args = {}
@@ -73,37 +79,26 @@ elseif alg == 'log' and delta > 0 then
     redis.call('ZADD', key, unpack(args))
     k = last + 1
   end
-  redis.call('PEXPIRE', key, math.ceil(longest / 1000))
+  local ttl = math.ceil((at + longest - now) / 1000)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 elseif alg == 'counter' then
   local nowms, atms = fdiv(now, 1000), fdiv(at, 1000)
   local x = tonumber(redis.call('HGET', key, 'x'))
-  local live = x ~= nil and nowms < x
-  if live or delta > 0 then
-    if not live then redis.call('DEL', key) end
+  -- The hash lives until a longest period after its last admission, the
+  -- reservation's included: while it does, so does the reservation's
+  -- bucket in every window that still counts it.
+  if x ~= nil and nowms < x then
     for i = 8, #ARGV do
       local p = tonumber(ARGV[i]) / 1000
       local f = int(p)
       local v = redis.call('HMGET', key, f .. ':b', f .. ':c', f .. ':p')
       local b, c, pr = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0
-      if delta < 0 then
-        local rb = fdiv(atms, p)
-        if b == rb then c = math.max(0, c + delta)
-        elseif b == rb + 1 then pr = math.max(0, pr + delta) end
-      else
-        local nb = fdiv(nowms, p)
-        if b == nil or b < nb - 1 then b, c, pr = nb, 0, 0
-        elseif b == nb - 1 then b, c, pr = nb, 0, c end
-        c = c + delta
+      local rb = fdiv(atms, p)
+      if b == rb then
+        redis.call('HSET', key, f .. ':c', int(math.max(0, c + delta)))
+      elseif b == rb + 1 then
+        redis.call('HSET', key, f .. ':p', int(math.max(0, pr + delta)))
       end
-      if b ~= nil then
-        redis.call('HSET', key, f .. ':b', int(b), f .. ':c', int(c), f .. ':p', int(pr))
-      end
-    end
-    if delta > 0 then
-      local until_ = nowms + longest / 1000
-      if x == nil or not live or until_ > x then x = until_ end
-      redis.call('HSET', key, 'x', int(x))
-      redis.call('PEXPIRE', key, int(longest / 1000))
     end
   end
 end
