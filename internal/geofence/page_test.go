@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"runtime"
 	"strings"
@@ -217,15 +218,22 @@ func TestPageByteBudgetBoundsMemory(t *testing.T) {
 		rules.MaxPageBytes = budget
 		h := testRouter(svc, rules, nil)
 		do(t, h, "GET", "/geofences?limit=1", "") // warm the pool and the statement cache
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		code, body := do(t, h, "GET", "/geofences?limit=1000", "")
-		runtime.ReadMemStats(&after)
-		if code != http.StatusOK {
-			t.Fatalf("GET = %d %.300s", code, body)
+		// TotalAlloc counts the whole process, and the background loops
+		// of earlier tests (catalog watchers, listeners) still allocate:
+		// the least of three runs is the request's own.
+		least := math.MaxInt
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			code, body := do(t, h, "GET", "/geofences?limit=1000", "")
+			runtime.ReadMemStats(&after)
+			if code != http.StatusOK {
+				t.Fatalf("GET = %d %.300s", code, body)
+			}
+			least = min(least, int(after.TotalAlloc-before.TotalAlloc))
 		}
-		return int(after.TotalAlloc - before.TotalAlloc)
+		return least
 	}
 	bounded, unbounded := allocated(testPageBudget), allocated(0)
 	t.Logf("table %d bytes; allocated %d bytes with the budget, %d without", table, bounded, unbounded)
