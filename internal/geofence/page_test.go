@@ -237,7 +237,11 @@ func TestPageByteBudgetBoundsMemory(t *testing.T) {
 	}
 	bounded, unbounded := allocated(testPageBudget), allocated(0)
 	t.Logf("table %d bytes; allocated %d bytes with the budget, %d without", table, bounded, unbounded)
-	if limit := 3*testPageBudget + 2*bigProps; bounded > limit {
+	// About the page twice (the rows, then the answer) and the first
+	// fence past it; the race detector's runtime adds about a third
+	// (15.7 MB here under -race, 10.6 MB without), so the bound allows
+	// a page more.
+	if limit := 4*testPageBudget + 2*bigProps; bounded > limit || bounded > unbounded/3 {
 		t.Errorf("with a budget of %d the first page allocated %d bytes, want at most %d", testPageBudget, bounded, limit)
 	}
 	if unbounded < 2*table {
