@@ -192,7 +192,11 @@ func TestConcurrentChecksAdmitExactlyTheLimit(t *testing.T) {
 }
 
 func TestScriptFlushCostsNoRequest(t *testing.T) {
-	rdb := testenv.Redis(t)
+	// A Redis of its own, for the reason TestPipelinedDecisionsStayExact
+	// gives.
+	p := testenv.StartRedis(t)
+	rdb := redis.NewClient(p.Options())
+	defer rdb.Close()
 	reg := prometheus.NewRegistry()
 	ps := seedPolicies()
 	l, err := New(rdb, ps, Options{Registerer: reg, Timeout: time.Second})
@@ -234,7 +238,12 @@ func metricSum(c prometheus.Collector) float64 {
 }
 
 func TestPipelinedDecisionsStayExact(t *testing.T) {
-	rdb := testenv.Redis(t)
+	// A Redis of its own: on the shared one, any other test's EVAL of the
+	// same script after the SCRIPT FLUSH loads it again, and this
+	// limiter then never meets the NOSCRIPT it must recover from.
+	p := testenv.StartRedis(t)
+	rdb := redis.NewClient(p.Options())
+	defer rdb.Close()
 	ws, _ := ParseWindows("10/1m,15/1h")
 	ps := map[string]Policy{"p": {Windows: ws, Algorithm: Log, Failure: FailClosed}}
 	reg := prometheus.NewRegistry()
