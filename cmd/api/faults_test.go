@@ -165,29 +165,34 @@ func geofenceKeys(rc *redis.Client) []string {
 }
 
 // waitRedisDeciding checks that rate-limit decisions come from Redis again
-// within redisResume of back, the moment Redis answered again: it deletes
-// the geofence keys and sends /within until Redis holds a geofence key
-// again (proof that Redis, not the in-process fallback, decided). A
-// request sent redisResume or more after back that Redis did not decide
-// fails the test.
-func waitRedisDeciding(t *testing.T, base string, rc *redis.Client, back time.Time) {
+// within redisResume of back, the moment Redis answered again. The breaker
+// closes only after the prober has handed the in-process counts over, so
+// it first waits for the breaker gauge to read 0; the caller may then look
+// at what was handed over. redisDecides finishes the check.
+func waitRedisDeciding(t *testing.T, base string, back time.Time) {
 	t.Helper()
-	for {
-		if keys := geofenceKeys(rc); len(keys) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = rc.Del(ctx, keys...).Err()
-			cancel()
-		}
-		sent := time.Since(back)
-		get(t, base+withinPath)
-		if len(geofenceKeys(rc)) > 0 {
-			t.Logf("Redis decides again: the first request it decided was sent %v after it returned", sent.Round(time.Millisecond))
-			return
-		}
-		if sent >= redisResume {
-			t.Fatalf("a /within sent %v after Redis returned was not decided by Redis (no rl:geofence key); want Redis deciding within %v", sent.Round(time.Millisecond), redisResume)
+	for metricLine(t, base, "geogate_ratelimit_breaker_open ") != "geogate_ratelimit_breaker_open 0" {
+		if since := time.Since(back); since >= redisResume {
+			t.Fatalf("the rate-limit breaker is still open %v after Redis returned; want it closed within %v", since.Round(time.Millisecond), redisResume)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	t.Logf("Redis decides again %v after it returned", time.Since(back).Round(time.Millisecond))
+}
+
+// redisDecides deletes the geofence keys and sends one /within: Redis, not
+// the in-process fallback, must decide it, so a geofence key holds it.
+func redisDecides(t *testing.T, base string, rc *redis.Client) {
+	t.Helper()
+	if keys := geofenceKeys(rc); len(keys) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := rc.Del(ctx, keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o := get(t, base+withinPath); o.status != 200 || len(geofenceKeys(rc)) != 1 {
+		t.Fatalf("/within once the breaker closed = %s with keys %v, want 200 decided by Redis", o, geofenceKeys(rc))
 	}
 }
 
@@ -329,7 +334,15 @@ func TestFaultRedisStopped(t *testing.T) {
 			if err := r.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitRedisDeciding(t, base, rc, time.Now())
+			waitRedisDeciding(t, base, time.Now())
+			if tt.mode == "local" {
+				// What was admitted in process is handed over: Redis
+				// holds the outage's five and refuses the sixth.
+				if o := get(t, base+withinPath); o.status != 429 || len(geofenceKeys(rc)) == 0 {
+					t.Errorf("/within after the hand-over = %s with keys %v, want 429 from Redis", o, geofenceKeys(rc))
+				}
+			}
+			redisDecides(t, base, rc)
 			for _, o := range tilesDuring() {
 				if o.err != nil || o.status != 200 || o.took > faultMaxRequest {
 					t.Errorf("tile during the outage: %s, want 200 within %v", o, faultMaxRequest)
@@ -394,7 +407,8 @@ func TestFaultRedisHung(t *testing.T) {
 			}
 			back := time.Now()
 			resumed = true
-			waitRedisDeciding(t, base, rc, back)
+			waitRedisDeciding(t, base, back)
+			redisDecides(t, base, rc)
 			checkReady(t, base, "")
 			tileCache(t, base, "HIT")
 		})
