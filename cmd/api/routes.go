@@ -60,7 +60,7 @@ const (
 
 // routes lists every route of the service.
 func routes(s *services) []route {
-	geo, t, docs, f, ad := s.geofence, s.tiles, s.docs, s.features, s.admin
+	geo, t, docs, f, ev, ad := s.geofence, s.tiles, s.docs, s.features, s.events, s.admin
 	q := &quotas{s: s}
 	rs := []route{
 		{"GET", "/healthz", public, ungated, s.health.Live},
@@ -90,6 +90,18 @@ func routes(s *services) []route {
 		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, policyGeofence, geo.Get},
 		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Update},
 		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Delete},
+
+		// Geofence events: devices' positions in, subscriptions' events
+		// out. Each identity sees only its own devices and subscriptions.
+		{"POST", "/positions", auth.ScopePositionsWrite, policyPositions, ev.Report},
+		{"GET", "/devices", auth.ScopeEventsRead, policyEvents, ev.Devices},
+		{"GET", "/subscriptions", auth.ScopeEventsRead, policyEvents, ev.Subscriptions},
+		{"POST", "/subscriptions", auth.ScopeEventsWrite, policyEvents, ev.CreateSubscription},
+		{"GET", "/subscriptions/:id", auth.ScopeEventsRead, policyEvents, ev.Subscription},
+		{"PATCH", "/subscriptions/:id", auth.ScopeEventsWrite, policyEvents, ev.UpdateSubscription},
+		{"DELETE", "/subscriptions/:id", auth.ScopeEventsWrite, policyEvents, ev.DeleteSubscription},
+		{"POST", "/subscriptions/:id/secret", auth.ScopeEventsWrite, policyEvents, ev.RotateSecret},
+		{"GET", "/events", auth.ScopeEventsRead, policyEvents, ev.Events},
 
 		{"GET", "/conformance", anyone, policyFeatures, f.Conformance},
 		{"GET", "/collections", anyone, policyFeatures, f.Collections},

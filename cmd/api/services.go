@@ -17,6 +17,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/freshness"
 	"github.com/geogate/geogate/internal/gate"
@@ -38,6 +39,8 @@ const (
 	policyTilesCached = "tiles-cached" // a tile served from the cache
 	policyFeatures    = "features"     // every OGC API – Features route
 	policyRateLimit   = "rate-limit"   // GET /rate_limit
+	policyPositions   = "positions"    // POST /positions, per position
+	policyEvents      = "events"       // subscriptions, events and devices
 )
 
 // services are what the routes are served by, each built once.
@@ -56,6 +59,7 @@ type services struct {
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
 	features *features.Service
+	events   *events.Handler
 	admin    *admin.Handler
 }
 
@@ -146,6 +150,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fs.LandingLinks = tiles.LandingLinks
 	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
 		features.Access{Gate: s.gate, Scope: spatialScope})
+	// Positions and subscriptions are written, and events read, on the
+	// primary only: a report must see the stays the last one left.
+	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, s.features,
+		s.gate.Check, cfg.Events.Settings, events.NewMetrics(s.registry))
+	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules)
 	return s, nil
 }
 
@@ -214,6 +223,16 @@ func keyIdentity(id string) string { return auth.Identity{Kind: auth.KindKey, ID
 // isKeyIdentity says whether a limiter identity is an API key's: those
 // are tallied, for /admin/keys/{id}/usage.
 func isKeyIdentity(identity string) bool { return strings.HasPrefix(identity, auth.KindKey+":") }
+
+// eventOwner is who the request's devices and subscriptions belong to:
+// its identity's limit key, none for an anonymous caller.
+func eventOwner(ctx context.Context) string {
+	id := auth.FromContext(ctx)
+	if id.Anonymous || id.Kind == auth.KindIP {
+		return ""
+	}
+	return id.LimitKey()
+}
 
 // spatialScope is the part of the world the request's caller may reach;
 // nil is the whole world.

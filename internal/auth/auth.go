@@ -22,6 +22,9 @@ const (
 	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
 	ScopeTilesRead      = "tiles:read"      // vector tiles
 	ScopeFeaturesRead   = "features:read"   // OGC API feature pages
+	ScopePositionsWrite = "positions:write" // reporting devices' positions
+	ScopeEventsRead     = "events:read"     // one's subscriptions, events and devices
+	ScopeEventsWrite    = "events:write"    // creating, changing, deleting subscriptions
 	// ScopeAdmin is key administration (the /admin/ routes): creating,
 	// changing, rotating and revoking API keys, and reading the audit
 	// trail. Anonymous callers can never hold it.
@@ -29,7 +32,8 @@ const (
 )
 
 // AllScopes lists every scope geogate knows, in a stable order.
-var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead, ScopeAdmin}
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead,
+	ScopePositionsWrite, ScopeEventsRead, ScopeEventsWrite, ScopeAdmin}
 
 // ReadScopes are the scopes that only read; anonymous callers get them by
 // default in development. ScopeAdmin is not one of them.

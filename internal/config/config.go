@@ -47,6 +47,8 @@ type Config struct {
 	Access access.Settings
 	// FairShare is the queue that shares a busy database among callers.
 	FairShare FairShare
+	// Events are the settings of positions and geofence events.
+	Events Events
 }
 
 // Server holds HTTP and process settings.
@@ -204,6 +206,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.Features = loadFeatures(r, c.DB, c.Tiles.PublicURL)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	c.FairShare = loadFairShare(r, c.DB)
+	c.Events = loadEvents(r)
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}

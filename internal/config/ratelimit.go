@@ -217,6 +217,12 @@ func DefaultPolicies() map[string]ratelimit.Policy {
 		// their own defaults, while the minute bounds any caller to one
 		// connection's worth on average.
 		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 2000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 60000, Period: time.Minute, Unit: ratelimit.DBTime}),
+		// A batch of positions costs what it holds.
+		"positions": ratelimit.NewPolicy("positions", ratelimit.Window{Limit: 20000, Period: time.Second}),
+		// Subscriptions, pulled events and devices; and, per subscriber,
+		// the webhook deliveries made for it.
+		"events":     ratelimit.NewPolicy("events", ratelimit.Window{Limit: 20, Period: time.Second}),
+		"deliveries": ratelimit.NewPolicy("deliveries", ratelimit.Window{Limit: 100, Period: time.Second}),
 		// Reading one's own quotas (GET /rate_limit) spends only this.
 		"rate-limit": ratelimit.NewPolicy("rate-limit", ratelimit.Window{Limit: 60, Period: time.Minute}),
 	}

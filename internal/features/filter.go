@@ -1,7 +1,9 @@
 package features
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/url"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -102,4 +104,24 @@ func (s *Service) filterConformance() []string {
 		"http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
 		"http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables",
 	}, cql2.Conformance()...)
+}
+
+// Matching returns a statement that keeps, of the feature ids in $1
+// (text[]), those of collection id whose features pass the CQL2 text
+// filter, and the filter's arguments, which follow $1. It is checked as a
+// filter on the collection's items is: a filter the collection cannot take
+// is a 400, an unknown or forbidden collection as on /collections.
+func (s *Service) Matching(ctx context.Context, id, filter string) (string, []any, error) {
+	l, err := s.layer(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := s.parseFilter(l, url.Values{"filter": {filter}})
+	if err != nil {
+		return "", nil, err
+	}
+	args := []any{nil} // $1, the ids
+	cond := f.render(&args)
+	sql := fmt.Sprintf("SELECT (%[1]s)::text FROM %[2]s l WHERE (%[1]s)::text = ANY($1::text[]) AND (%[3]s)", l.key, l.l.Qualified(), cond)
+	return sql, args[1:], nil
 }

@@ -1,0 +1,363 @@
+package events
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// watch is a subscription as evaluation needs it.
+type watch struct {
+	id, layer string
+	filter    string
+	devices   []string
+	kinds     []Kind
+	dwell     time.Duration
+	webhook   bool
+}
+
+func (w watch) wants(k Kind) bool { return slices.Contains(w.kinds, k) }
+
+func (w watch) watches(device string) bool {
+	return len(w.devices) == 0 || slices.Contains(w.devices, device)
+}
+
+// stayKey names one device's stay in one fence of one subscription.
+type stayKey struct{ sub, device, fence string }
+
+// event is a row of the outbox about to be written.
+type event struct {
+	stayKey
+	layer    string
+	kind     Kind
+	at       time.Time
+	lng, lat float64
+	webhook  bool
+}
+
+// transitions evaluates the positions ps[i] for i in evaluated against
+// every subscription of owner that owner may still read, moves the stays
+// on and writes the events they make; it returns how many of each kind.
+func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int) (map[Kind]int, error) {
+	ws, err := s.watches(ctx, tx, owner)
+	if err != nil || len(ws) == 0 {
+		return nil, err
+	}
+	inside, err := s.inside(ctx, tx, ws, ps, evaluated)
+	if err != nil {
+		return nil, err
+	}
+	before, err := loadStays(ctx, tx, ws, ps)
+	if err != nil {
+		return nil, err
+	}
+	after := make(map[stayKey]stay, len(before))
+	var evs []event
+	for _, w := range ws {
+		by := groupOf(w)
+		stays := map[string]map[string]*stay{} // device -> fence -> stay
+		for k, st := range before {
+			if k.sub == w.id {
+				if stays[k.device] == nil {
+					stays[k.device] = map[string]*stay{}
+				}
+				stays[k.device][k.fence] = &stay{since: st.since, dwelled: st.dwelled}
+			}
+		}
+		for n, i := range evaluated {
+			p := ps[i]
+			if !w.watches(p.Device) {
+				continue
+			}
+			if stays[p.Device] == nil {
+				stays[p.Device] = map[string]*stay{}
+			}
+			for _, c := range step(stays[p.Device], sample{at: p.Time, inside: inside[by][n]}, w.dwell) {
+				if w.wants(c.kind) {
+					evs = append(evs, event{stayKey{w.id, p.Device, c.fence}, w.layer, c.kind, p.Time, p.Lng, p.Lat, w.webhook})
+				}
+			}
+		}
+		for d, fs := range stays {
+			for f, st := range fs {
+				after[stayKey{w.id, d, f}] = *st
+			}
+		}
+	}
+	if err := lockOutboxes(ctx, tx, evs); err != nil {
+		return nil, err
+	}
+	if err := saveStays(ctx, tx, before, after); err != nil {
+		return nil, err
+	}
+	kinds := map[Kind]int{}
+	for _, e := range evs {
+		kinds[e.kind]++
+	}
+	return kinds, s.insertEvents(ctx, tx, evs)
+}
+
+// watches are owner's subscriptions whose layer owner may still read: a
+// key whose layers were narrowed hears no more of the others.
+func (s *Service) watches(ctx context.Context, tx pgx.Tx, owner string) ([]watch, error) {
+	rows, err := tx.Query(ctx, `
+SELECT id::text, layer, coalesce(filter, ''), coalesce(devices, '{}'), kinds, coalesce(dwell_ms, 0), webhook IS NOT NULL
+FROM event_subscriptions WHERE owner = $1 ORDER BY id`, owner)
+	if err != nil {
+		return nil, err
+	}
+	var ws []watch
+	for rows.Next() {
+		var w watch
+		var kinds []string
+		var dwell int64
+		if err := rows.Scan(&w.id, &w.layer, &w.filter, &w.devices, &kinds, &dwell, &w.webhook); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		for _, k := range kinds {
+			w.kinds = append(w.kinds, Kind(k))
+		}
+		w.dwell = time.Duration(dwell) * time.Millisecond
+		ws = append(ws, w)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil }), nil
+}
+
+// group names the subscriptions that see the same fences: one layer and
+// one filter.
+type group struct{ layer, filter string }
+
+func groupOf(w watch) group { return group{w.layer, w.filter} }
+
+// inside finds, for each group of ws and each evaluated position (in the
+// order of evaluated), the keys of the fences holding it, sorted: one
+// statement per layer, and one more per filter.
+func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position, evaluated []int) (map[group][][]string, error) {
+	lngs, lats := make([]float64, len(evaluated)), make([]float64, len(evaluated))
+	for n, i := range evaluated {
+		lngs[n], lats[n] = ps[i].Lng, ps[i].Lat
+	}
+	byLayer := map[string][][]string{}
+	out := map[group][][]string{}
+	for _, w := range ws {
+		g := groupOf(w)
+		if _, done := out[g]; done {
+			continue
+		}
+		keys, ok := byLayer[w.layer]
+		if !ok {
+			var err error
+			if keys, err = s.contains(ctx, tx, w.layer, lngs, lats); err != nil {
+				return nil, err
+			}
+			byLayer[w.layer] = keys
+		}
+		if g.filter != "" {
+			var err error
+			if keys, err = s.filtered(ctx, tx, g, keys); err != nil {
+				return nil, err
+			}
+		}
+		out[g] = keys
+	}
+	return out, nil
+}
+
+// contains runs the layer's point-in-polygon statement over the points.
+func (s *Service) contains(ctx context.Context, tx pgx.Tx, layer string, lngs, lats []float64) ([][]string, error) {
+	out := make([][]string, len(lngs))
+	sql, ok := s.fences.ContainsSQL(layer)
+	if !ok {
+		return out, nil // a layer gone holds no device: nothing enters it
+	}
+	rows, err := tx.Query(ctx, sql, lngs, lats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var k string
+		if err := rows.Scan(&i, &k); err != nil {
+			return nil, err
+		}
+		out[i-1] = append(out[i-1], k)
+	}
+	for _, ks := range out {
+		slices.Sort(ks)
+	}
+	return out, rows.Err()
+}
+
+// filtered keeps, of keys, those whose fences pass g's filter.
+func (s *Service) filtered(ctx context.Context, tx pgx.Tx, g group, keys [][]string) ([][]string, error) {
+	var all []string
+	for _, ks := range keys {
+		all = append(all, ks...)
+	}
+	out := make([][]string, len(keys))
+	if len(all) == 0 {
+		return out, nil
+	}
+	slices.Sort(all)
+	sql, args, err := s.filters.Matching(ctx, g.layer, g.filter)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, sql, append([]any{slices.Compact(all)}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	pass := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		pass[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, ks := range keys {
+		for _, k := range ks {
+			if pass[k] {
+				out[i] = append(out[i], k)
+			}
+		}
+	}
+	return out, nil
+}
+
+// loadStays reads the stays of the devices of ps in the subscriptions ws.
+func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[stayKey]stay, error) {
+	subs := make([]string, len(ws))
+	for i, w := range ws {
+		subs[i] = w.id
+	}
+	var devs []string
+	for i, p := range ps {
+		if i == 0 || ps[i-1].Device != p.Device {
+			devs = append(devs, p.Device)
+		}
+	}
+	rows, err := tx.Query(ctx, `
+SELECT subscription::text, device, fence, entered_at, dwelled FROM event_memberships
+WHERE subscription = ANY($1::uuid[]) AND device = ANY($2::text[])`, subs, devs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[stayKey]stay{}
+	for rows.Next() {
+		var k stayKey
+		var st stay
+		if err := rows.Scan(&k.sub, &k.device, &k.fence, &st.since, &st.dwelled); err != nil {
+			return nil, err
+		}
+		out[k] = st
+	}
+	return out, rows.Err()
+}
+
+// saveStays writes what changed between before and after: stays ended or
+// changed go, stays begun or changed come.
+func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) error {
+	var gone, come []stayKey
+	for k, b := range before {
+		if a, ok := after[k]; !ok || a != b {
+			gone = append(gone, k)
+		}
+	}
+	for k, a := range after {
+		if b, ok := before[k]; !ok || a != b {
+			come = append(come, k)
+		}
+	}
+	if len(gone) > 0 {
+		subs, devs, fences := columns(gone)
+		if _, err := tx.Exec(ctx, `
+DELETE FROM event_memberships m
+USING unnest($1::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
+WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f`, subs, devs, fences); err != nil {
+			return err
+		}
+	}
+	if len(come) == 0 {
+		return nil
+	}
+	subs, devs, fences := columns(come)
+	since, dwelled := make([]time.Time, len(come)), make([]bool, len(come))
+	for i, k := range come {
+		since[i], dwelled[i] = after[k].since, after[k].dwelled
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO event_memberships (subscription, device, fence, entered_at, dwelled)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])`, subs, devs, fences, since, dwelled)
+	return err
+}
+
+func columns(ks []stayKey) (subs, devs, fences []string) {
+	for _, k := range ks {
+		subs, devs, fences = append(subs, k.sub), append(devs, k.device), append(fences, k.fence)
+	}
+	return subs, devs, fences
+}
+
+// lockOutboxesSQL takes the outbox lock of each subscription in $1, in
+// one order for every writer, so that no two wait for each other in a
+// cycle. The fences' exit trigger takes the same locks, also before it
+// changes any stay.
+const lockOutboxesSQL = `
+SELECT count(pg_advisory_xact_lock(1734829430, hashtext(s)))
+FROM (SELECT DISTINCT s FROM unnest($1::text[]) s ORDER BY s) l`
+
+// lockOutboxes takes the outbox lock of each subscription that evs go
+// to, held until the transaction ends: the events of one subscription are
+// then numbered in the order their transactions commit, so a reader that
+// has seen event n of a subscription never later finds one below n.
+func lockOutboxes(ctx context.Context, tx pgx.Tx, evs []event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	subs := make([]string, len(evs))
+	for i, e := range evs {
+		subs[i] = e.sub
+	}
+	_, err := tx.Exec(ctx, lockOutboxesSQL, subs)
+	return err
+}
+
+// insertEvents writes evs to the outbox in their order, which is each
+// (subscription, device)'s order in time.
+func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, evs []event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	n := len(evs)
+	subs, devs, layers, fences, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at, lng, lat, states := make([]time.Time, n), make([]float64, n), make([]float64, n), make([]string, n)
+	for i, e := range evs {
+		subs[i], devs[i], layers[i], fences[i], kinds[i] = e.sub, e.device, e.layer, e.fence, string(e.kind)
+		at[i], lng[i], lat[i], states[i] = e.at, e.lng, e.lat, "pull"
+		if e.webhook {
+			states[i] = "pending"
+		}
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO events (subscription, device, layer, fence, kind, time, lng, lat, state)
+SELECT u.s, u.d, u.l, u.f, u.k, u.t, u.x, u.y, u.st
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
+  WITH ORDINALITY AS u(s, d, l, f, k, t, x, y, st, n)
+ORDER BY u.n`, subs, devs, layers, fences, kinds, at, lng, lat, states)
+	return err
+}

@@ -1,0 +1,65 @@
+// Package events turns devices' positions into geofence events: a device
+// reports where it is, each subscription watching a polygon layer learns
+// when the device enters a fence, leaves it or stays in it, and every
+// event is written in the transaction that records its transition (an
+// outbox), to be pulled or delivered to a webhook.
+package events
+
+import (
+	"context"
+	"time"
+
+	"github.com/geogate/geogate/internal/pg"
+)
+
+// Settings tune how positions become events.
+type Settings struct {
+	// MaxBatch bounds the positions of one report.
+	MaxBatch int
+	// MaxSkew is how far ahead of the server's clock a position's time may
+	// be: a later one would make every true position after it late.
+	MaxSkew time.Duration
+	// IgnoreWithinAccuracy skips transitions for a move shorter than the
+	// position's reported accuracy (GPS jitter at a fence's edge).
+	IgnoreWithinAccuracy bool
+	// MaxPage bounds a page of GET /events.
+	MaxPage int
+}
+
+// Fences is what the service asks of the polygon layers: the statement
+// that finds, for arrays of longitudes ($1) and latitudes ($2), each
+// point's index (1-based) and the key, as text, of every feature of layer
+// holding it (geofence.Service.ContainsSQL).
+type Fences interface {
+	ContainsSQL(layer string) (sql string, ok bool)
+}
+
+// Filters is what the service asks of the CQL2 filters on a layer's
+// properties (features.Service.Matching): a statement keeping, of the
+// keys in $1 (text[]), those whose features pass filter, with the
+// filter's own arguments after $1. A filter the layer cannot take is a
+// client error.
+type Filters interface {
+	Matching(ctx context.Context, layer, filter string) (sql string, args []any, err error)
+}
+
+// Access says whether the caller of ctx may read layer (gate.Gate.Check).
+type Access func(ctx context.Context, layer string) error
+
+// Service records positions and subscriptions and keeps the outbox.
+type Service struct {
+	db      pg.Runner
+	fences  Fences
+	filters Filters
+	access  Access
+	s       Settings
+	m       *metrics
+}
+
+// New returns the service over db.
+func New(db pg.Runner, fences Fences, filters Filters, access Access, s Settings, m *metrics) *Service {
+	if m == nil {
+		m = newMetrics(nil)
+	}
+	return &Service{db: db, fences: fences, filters: filters, access: access, s: s, m: m}
+}

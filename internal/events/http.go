@@ -1,0 +1,328 @@
+package events
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/gate"
+	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/spatial"
+)
+
+// Handler serves positions, subscriptions and the pulled events.
+type Handler struct {
+	svc   *Service
+	gate  Gate
+	who   Who
+	rules Rules
+}
+
+// Gate is what the Handler asks of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+}
+
+// Who tells the handler about the caller of a request: the owner its
+// devices and subscriptions belong to ("" for an anonymous caller, who
+// has none) and the part of the world it may reach (nil: all of it).
+type Who struct {
+	Owner func(context.Context) string
+	Scope func(context.Context) *spatial.Scope
+}
+
+// Rules bound what a request may ask.
+type Rules struct {
+	MaxBodyBytes int64
+	// SecretGrace is how long a rotated secret keeps signing.
+	SecretGrace time.Duration
+	// AllowHTTP lets webhooks be plain http beyond this machine.
+	AllowHTTP bool
+}
+
+// NewHandler returns the HTTP handlers of svc.
+func NewHandler(svc *Service, g Gate, who Who, r Rules) *Handler {
+	if who.Scope == nil {
+		who.Scope = func(context.Context) *spatial.Scope { return nil }
+	}
+	return &Handler{svc: svc, gate: g, who: who, rules: r}
+}
+
+var (
+	errAnonymous       = apperr.New(apperr.Unauthenticated, "Devices and subscriptions belong to an identity: send an API key or a token.")
+	errPositionOutside = apperr.New(apperr.Forbidden, "A position lies outside your spatial scope.")
+	errTooLarge        = apperr.New(apperr.TooLarge, "The body is too large.")
+)
+
+// owner is the caller's owner id, or "" after answering 401.
+func (h *Handler) owner(c *gin.Context) string {
+	o := h.who.Owner(c.Request.Context())
+	if o == "" {
+		httpx.Abort(c, errAnonymous)
+	}
+	return o
+}
+
+func (h *Handler) body(c *gin.Context) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, h.rules.MaxBodyBytes))
+	if err != nil {
+		httpx.Abort(c, errTooLarge)
+		return nil, false
+	}
+	return b, true
+}
+
+// Report serves POST /positions: one position or a batch, which costs
+// what it holds.
+func (h *Handler) Report(c *gin.Context) {
+	owner := h.owner(c)
+	if owner == "" {
+		return
+	}
+	b, ok := h.body(c)
+	if !ok {
+		return
+	}
+	ps, err := parsePositions(b, h.svc.s.MaxBatch, time.Now(), h.svc.s.MaxSkew)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	scope := h.who.Scope(c.Request.Context())
+	for _, p := range ps {
+		if !scope.ContainsCircle(p.Lng, p.Lat, 0) {
+			httpx.Abort(c, errPositionOutside)
+			return
+		}
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{Cost: len(ps)})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	r, err := h.svc.Report(c.Request.Context(), owner, ps)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, r)
+}
+
+// CreateSubscription serves POST /subscriptions.
+func (h *Handler) CreateSubscription(c *gin.Context) {
+	owner := h.owner(c)
+	if owner == "" {
+		return
+	}
+	b, ok := h.body(c)
+	if !ok {
+		return
+	}
+	sub, err := parseSubscription(b, Subscription{}, h.rules.AllowHTTP)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{sub.Layer}})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	out, err := h.svc.CreateSubscription(c.Request.Context(), owner, sub)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.Header("Location", "/subscriptions/"+out.ID)
+	c.JSON(http.StatusCreated, out)
+}
+
+// Subscriptions serves GET /subscriptions.
+func (h *Handler) Subscriptions(c *gin.Context) {
+	owner := h.owner(c)
+	if owner == "" {
+		return
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	subs, err := h.svc.Subscriptions(c.Request.Context(), owner)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"subscriptions": subs})
+}
+
+// subscription is the caller's subscription id, admitted by the gate for
+// its layer; ok false means it has answered.
+func (h *Handler) subscription(c *gin.Context, id string, write bool) (string, Subscription, gate.Pass, bool) {
+	owner := h.owner(c)
+	if owner == "" {
+		return "", Subscription{}, nil, false
+	}
+	sub, err := h.svc.Subscription(c.Request.Context(), owner, id)
+	if err != nil {
+		httpx.Abort(c, err)
+		return "", Subscription{}, nil, false
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{sub.Layer}, Write: write})
+	return owner, sub, pass, ok
+}
+
+// Subscription serves GET /subscriptions/{id}.
+func (h *Handler) Subscription(c *gin.Context) {
+	_, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	c.JSON(http.StatusOK, sub)
+}
+
+// UpdateSubscription serves PATCH /subscriptions/{id}: the fields sent
+// replace the subscription's.
+func (h *Handler) UpdateSubscription(c *gin.Context) {
+	owner, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	b, ok := h.body(c)
+	if !ok {
+		return
+	}
+	next, err := parseSubscription(b, sub, h.rules.AllowHTTP)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	if next.Layer != sub.Layer {
+		p2, ok := h.gate.Admit(c, gate.Ask{Layers: []string{next.Layer}, Policy: gate.Free})
+		if !ok {
+			return
+		}
+		defer p2.Done()
+	}
+	out, err := h.svc.UpdateSubscription(c.Request.Context(), owner, sub.ID, next)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// DeleteSubscription serves DELETE /subscriptions/{id}. Deleting needs no
+// right on the layer: a caller whose layers were narrowed can still stop
+// what it can no longer hear.
+func (h *Handler) DeleteSubscription(c *gin.Context) {
+	owner := h.owner(c)
+	if owner == "" {
+		return
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	if err := h.svc.DeleteSubscription(c.Request.Context(), owner, c.Param("id")); err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// RotateSecret serves POST /subscriptions/{id}/secret.
+func (h *Handler) RotateSecret(c *gin.Context) {
+	owner, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	out, err := h.svc.RotateSecret(c.Request.Context(), owner, sub.ID, h.rules.SecretGrace)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+var errNoSubscriptionParam = apperr.InvalidField("Field required: the id of one of your subscriptions.", "missing", "query", "subscription")
+
+// Events serves GET /events?subscription=ID&after=N&limit=M: a page of
+// the subscription's events after the cursor, and the cursor to go on
+// from.
+func (h *Handler) Events(c *gin.Context) {
+	q := httpx.Query(c)
+	after, limit, err := pageParams(q.Get("after"), q.Get("limit"), h.svc.s.MaxPage)
+	if err == nil && q.Get("subscription") == "" {
+		err = errNoSubscriptionParam
+	}
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	owner, sub, pass, ok := h.subscription(c, q.Get("subscription"), false)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	evs, err := h.svc.Events(c.Request.Context(), owner, sub.ID, after, limit)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	c.JSON(http.StatusOK, gin.H{"events": evs, "next": strconv.FormatInt(next, 10)})
+}
+
+// pageParams reads the after cursor (a number; "" is the beginning) and
+// the page size.
+func pageParams(after, limit string, max int) (int64, int, error) {
+	errs := &apperr.ValidationError{}
+	var a int64
+	if after != "" {
+		var err error
+		if a, err = strconv.ParseInt(after, 10, 64); err != nil || a < 0 {
+			errs.Add("Must be a cursor from an earlier page's next, or omitted.", "value_error", "query", "after")
+		}
+	}
+	n := min(100, max)
+	if limit != "" {
+		v, err := strconv.Atoi(limit)
+		if err != nil || v < 1 || v > max {
+			errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
+		}
+		n = v
+	}
+	return a, n, errs.Err()
+}
+
+// Devices serves GET /devices: the caller's devices where they were last.
+func (h *Handler) Devices(c *gin.Context) {
+	owner := h.owner(c)
+	if owner == "" {
+		return
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	ds, err := h.svc.Devices(c.Request.Context(), owner)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"devices": ds})
+}

@@ -1,0 +1,197 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Position is one report of where a device was.
+type Position struct {
+	Device   string
+	Time     time.Time
+	Lng, Lat float64
+	// Accuracy (metres), Speed (metres per second) and Heading (degrees
+	// clockwise from north) are optional.
+	Accuracy, Speed, Heading *float64
+}
+
+// Report is what became of a batch of positions.
+type Report struct {
+	Accepted int `json:"accepted"`
+	// Late positions were older than their device's last and caused no
+	// transition; Still ones moved less than their accuracy.
+	Late   int `json:"late"`
+	Still  int `json:"still"`
+	Events int `json:"events"`
+	kinds  map[Kind]int
+}
+
+// last is a device's last position, as the outbox knows it.
+type last struct {
+	known    bool
+	at       time.Time
+	lng, lat float64
+	accuracy *float64
+}
+
+// Report records ps, positions of devices of owner, with the transitions
+// they cause and the events those make, in one transaction: when it
+// returns without error every event exists, and none exists otherwise.
+func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Report, error) {
+	var r Report
+	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var err error
+			r, err = s.report(ctx, tx, owner, ps)
+			return err
+		})
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	s.m.positions.WithLabelValues("evaluated").Add(float64(r.Accepted - r.Late - r.Still))
+	s.m.positions.WithLabelValues("late").Add(float64(r.Late))
+	s.m.positions.WithLabelValues("still").Add(float64(r.Still))
+	for k, n := range r.kinds {
+		s.m.transitions.WithLabelValues(string(k)).Add(float64(n))
+	}
+	return r, nil
+}
+
+func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (Report, error) {
+	ps = slices.Clone(ps)
+	// Each device's positions in time order; a stable sort keeps a
+	// batch's own order between positions of the same time.
+	slices.SortStableFunc(ps, func(a, b Position) int {
+		return cmp.Or(cmp.Compare(a.Device, b.Device), a.Time.Compare(b.Time))
+	})
+	lasts, err := lockDevices(ctx, tx, owner, ps)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Accepted: len(ps)}
+	late := make([]bool, len(ps))
+	var evaluated []int // indexes into ps
+	for i, p := range ps {
+		l := lasts[p.Device]
+		switch {
+		case l.known && !p.Time.After(l.at):
+			late[i] = true
+			r.Late++
+			continue
+		case s.s.IgnoreWithinAccuracy && l.known && p.Accuracy != nil && metres(l.lng, l.lat, p.Lng, p.Lat) < *p.Accuracy:
+			r.Still++
+			l.at = p.Time // a later position is still not late
+		default:
+			l = &last{known: true, at: p.Time, lng: p.Lng, lat: p.Lat, accuracy: p.Accuracy}
+			evaluated = append(evaluated, i)
+		}
+		lasts[p.Device] = l
+	}
+	if err := insertPositions(ctx, tx, owner, ps, late); err != nil {
+		return Report{}, err
+	}
+	if len(evaluated) > 0 {
+		kinds, err := s.transitions(ctx, tx, owner, ps, evaluated)
+		if err != nil {
+			return Report{}, err
+		}
+		r.kinds = kinds
+		for _, n := range kinds {
+			r.Events += n
+		}
+	}
+	return r, updateDevices(ctx, tx, owner, lasts)
+}
+
+// lockDevices creates the devices of ps that owner has not reported
+// before and locks all of them, in device order so that two reports never
+// wait for each other in a cycle, and returns their last positions.
+func lockDevices(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (map[string]*last, error) {
+	var ids []string
+	for i, p := range ps {
+		if i == 0 || ps[i-1].Device != p.Device {
+			ids = append(ids, p.Device)
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+INSERT INTO event_devices (owner, device)
+SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
+ON CONFLICT DO NOTHING`, owner, ids); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `
+SELECT device, time, lng, lat, accuracy FROM event_devices
+WHERE owner = $1 AND device = ANY($2::text[])
+ORDER BY device FOR UPDATE`, owner, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]*last, len(ids))
+	for rows.Next() {
+		var id string
+		var at *time.Time
+		var lng, lat, acc *float64
+		if err := rows.Scan(&id, &at, &lng, &lat, &acc); err != nil {
+			return nil, err
+		}
+		l := &last{accuracy: acc}
+		if at != nil && lng != nil && lat != nil {
+			l.known, l.at, l.lng, l.lat = true, *at, *lng, *lat
+		}
+		out[id] = l
+	}
+	return out, rows.Err()
+}
+
+func insertPositions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, late []bool) error {
+	n := len(ps)
+	dev, at := make([]string, n), make([]time.Time, n)
+	lng, lat := make([]float64, n), make([]float64, n)
+	acc, speed, heading := make([]*float64, n), make([]*float64, n), make([]*float64, n)
+	for i, p := range ps {
+		dev[i], at[i], lng[i], lat[i] = p.Device, p.Time, p.Lng, p.Lat
+		acc[i], speed[i], heading[i] = p.Accuracy, p.Speed, p.Heading
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO event_positions (owner, device, time, lng, lat, accuracy, speed, heading, late)
+SELECT $1, u.d, u.t, u.x, u.y, u.a, u.s, u.h, u.l
+FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::bool[])
+  AS u(d, t, x, y, a, s, h, l)`, owner, dev, at, lng, lat, acc, speed, heading, late)
+	return err
+}
+
+func updateDevices(ctx context.Context, tx pgx.Tx, owner string, lasts map[string]*last) error {
+	var dev []string
+	var at []time.Time
+	var lng, lat []float64
+	var acc []*float64
+	for id, l := range lasts {
+		if !l.known {
+			continue
+		}
+		dev, at, lng, lat, acc = append(dev, id), append(at, l.at), append(lng, l.lng), append(lat, l.lat), append(acc, l.accuracy)
+	}
+	_, err := tx.Exec(ctx, `
+UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, updated_at = now()
+FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(d, t, x, y, a)
+WHERE d.owner = $1 AND d.device = u.d`, owner, dev, at, lng, lat, acc)
+	return err
+}
+
+// metres is the distance between two points on a sphere of the Earth's
+// mean radius: close enough to compare with a GPS accuracy.
+func metres(lng1, lat1, lng2, lat2 float64) float64 {
+	const r = 6371008.8
+	rad := math.Pi / 180
+	dLat, dLng := (lat2-lat1)*rad, (lng2-lng1)*rad
+	a := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dLng/2)*math.Sin(dLng/2)
+	return 2 * r * math.Asin(math.Min(1, math.Sqrt(a)))
+}
