@@ -34,7 +34,9 @@ func newService(t testing.TB, pool *pgxpool.Pool, s events.Settings) *events.Ser
 }
 
 // at is a time n seconds after a fixed start.
-func at(n int) time.Time { return time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second) }
+func at(n int) time.Time {
+	return time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second)
+}
 
 // pull reads every event of sub after cursor 0.
 func pull(t testing.TB, svc *events.Service, owner, sub string) []events.Event {
