@@ -29,9 +29,9 @@ trials=${BENCH_TRIALS:-3}
 dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
-cases=(ratelimit geofence tiles features replicas overload seed import auth)
+cases=(ratelimit geofence tiles features replicas overload events seed import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas overload seed import)
+  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas overload events seed import)
 fi
 if [ -n "${BENCH_CASES:-}" ]; then
   read -r -a cases <<<"$BENCH_CASES"
@@ -68,6 +68,7 @@ for c in "${cases[@]}"; do
     features)  FEATURES_CONC=${BENCH_FEATURES_CONC:-8} FEATURES_DUR=$dur FEATURES_RUNS=$trials FEATURES_OGR_TRIALS=$trials run_case features bench/features.sh ;;
     replicas)  REPLICAS_CONC=8,$conc REPLICAS_DUR=$dur REPLICAS_RUNS=$trials run_case replicas bench/replicas.sh ;;
     overload)  OVERLOAD_DUR=$dur OVERLOAD_RUNS=$trials run_case overload bench/overload.sh ;;
+    events)    EVENTS_DUR=$dur EVENTS_RUNS=$trials run_case events bench/events.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
@@ -196,6 +197,16 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         printf "| overload: light callers answered 2xx, fair share on | %s%% | fair share off: %s%% | | at least 99%% | %s |\n", v[on ",light_ok"], v[off ",light_ok"], (v[on ",light_ok"] >= 99) ? "yes" : "no"
         printf "| overload: database work (`pg_stat_database.xact_commit`), fair share on | %s commits/s (%s), PostgreSQL %s cores; heavy %s req/s 2xx, %s shed (503) per trial | fair share off: %s commits/s (%s), %s cores; heavy %s req/s, %s shed | %.0f%% | at least 90%% | %s |\n", v[on ",db_qps"], v[on ",db_qps_range"], v[on ",pg_cores"], v[on ",heavy_rps"], v[on ",heavy_shed"], v[off ",db_qps"], v[off ",db_qps_range"], v[off ",pg_cores"], v[off ",heavy_rps"], v[off ",heavy_shed"], 100*v[on ",db_qps"]/v[off ",db_qps"], (v[on ",db_qps"] >= 0.9*v[off ",db_qps"]) ? "yes" : "no"
       }' $r/overload.txt
+  fi
+  if [ -s $r/events.txt ]; then
+    awk '
+      /^RESULT events/ { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+      END {
+        if (v["api_pps"] == "") exit
+        printf "| geofence events: positions accepted and evaluated, batches of 100, against %s polygon fences, every transition committed, %s clients | %s positions/s, p99 %s ms per batch | the same batches through `events.Service.Report` over pgx: %s positions/s, p99 %s ms | %.0f%% | at least 10,000 positions/s | %s |\n", v["fences"], v["conc"], v["api_pps"], v["api_p99"], v["direct_pps"], v["direct_p99"], 100*v["api_pps"]/v["direct_pps"], (v["api_pps"] >= 10000) ? "yes" : "no"
+        if (v["hook_n"] > 0) printf "| geofence events: position sent to its event received by a local webhook, 1 client | p50 %s ms, p99 %s ms (%s events) | | | p99 under 100 ms | %s |\n", v["hook_p50"], v["hook_p99"], v["hook_n"], (v["hook_p99"] < 100) ? "yes" : "no"
+        else print "| geofence events: position sent to its event received by a local webhook | not measured: no event reached the webhook | | | p99 under 100 ms | no |"
+      }' $r/events.txt
   fi
   if [ -s $r/seed.txt ]; then
     awk '

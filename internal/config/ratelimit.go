@@ -206,6 +206,9 @@ func parseWindowMap(what string, m map[string]string) (map[string][]ratelimit.Wi
 func DefaultPolicies() map[string]ratelimit.Policy {
 	cached := ratelimit.NewPolicy("tiles-cached", ratelimit.Window{Limit: 2000, Period: time.Second}, ratelimit.Window{Limit: 60000, Period: time.Minute})
 	cached.Algorithm = ratelimit.Counter
+	// A position is a unit: a log would hold one member per position.
+	positions := ratelimit.NewPolicy("positions", ratelimit.Window{Limit: 20000, Period: time.Second})
+	positions.Algorithm = ratelimit.Counter
 	return map[string]ratelimit.Policy{
 		"geofence":     ratelimit.NewPolicy("geofence", ratelimit.Window{Limit: 10, Period: time.Second}),
 		"tiles":        ratelimit.NewPolicy("tiles", ratelimit.Window{Limit: 100, Period: time.Second}),
@@ -218,7 +221,7 @@ func DefaultPolicies() map[string]ratelimit.Policy {
 		// connection's worth on average.
 		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 2000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 60000, Period: time.Minute, Unit: ratelimit.DBTime}),
 		// A batch of positions costs what it holds.
-		"positions": ratelimit.NewPolicy("positions", ratelimit.Window{Limit: 20000, Period: time.Second}),
+		"positions": positions,
 		// Subscriptions, pulled events and devices; and, per subscriber,
 		// the webhook deliveries made for it.
 		"events":     ratelimit.NewPolicy("events", ratelimit.Window{Limit: 20, Period: time.Second}),

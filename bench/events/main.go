@@ -1,0 +1,149 @@
+// Command events measures geofence events end to end: positions reported
+// through POST /positions of a real `api serve` process (authentication,
+// the positions rate limit, the handler), in batches of 100, against
+// 50,000 small polygon fences plus the demo's countries, every transition
+// committed to the outbox; next to the same batches handed straight to
+// events.Service.Report in this process over pgx (the same transaction,
+// without HTTP, authentication or the limiter). It then reports, under a
+// steady single client, the time from a position sent to its event
+// received by a webhook in this process, when the service delivers to
+// webhooks.
+//
+// Run it from the repository root after `go build -o bin/api ./cmd/api`:
+//
+//	go run ./bench/events -db postgres://geogate@127.0.0.1:55432/geogate -redis redis://127.0.0.1:56379/0
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/geogate/geogate/bench/internal/apiproc"
+	"github.com/geogate/geogate/bench/internal/demo"
+	"github.com/geogate/geogate/bench/internal/load"
+)
+
+func main() {
+	dbURL := flag.String("db", envOr("DATABASE_URL", "postgres://geogate@127.0.0.1:55432/geogate?sslmode=disable"), "PostgreSQL server URL; the bench uses its own database on it")
+	dbName := flag.String("dbname", "geogate_events_bench", "database holding the demo data and the bench fences")
+	redisURL := flag.String("redis", envOr("REDIS_URL", "redis://127.0.0.1:56379/0"), "Redis URL for the API's rate limiter")
+	apiBin := flag.String("api", "bin/api", "the API binary to start")
+	conc := flag.Int("c", 4, "concurrent clients")
+	dur := flag.Duration("d", 5*time.Second, "duration of each run")
+	runs := flag.Int("runs", 1, "runs of each side, alternating; medians are printed")
+	fences := flag.Int("fences", 50_000, "bench fences")
+	latency := flag.Duration("latency", 5*time.Second, "duration of the webhook latency run; 0 skips it")
+	flag.Parse()
+	b := &bench{conc: *conc, dur: *dur, runs: max(*runs, 1), fences: *fences, latency: *latency}
+	if err := b.run(*dbURL, *dbName, *redisURL, *apiBin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/events:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	conc, runs, fences int
+	dur, latency       time.Duration
+}
+
+func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
+	ctx := context.Background()
+	dbURL, err := demo.EnsureDB(ctx, serverURL, dbName)
+	if err != nil {
+		return err
+	}
+	if err := apiCmd(apiBin, dbURL, "migrate"); err != nil {
+		return err
+	}
+	if err := apiCmd(apiBin, dbURL, "keys", "create", "--name", "events-bench", "--secret", benchSecret, "--replace",
+		"--scopes", "positions:write,events:read,events:write"); err != nil {
+		return err
+	}
+	f, err := openFleet(ctx, dbURL, b.fences)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	hook, err := startReceiver()
+	if err != nil {
+		return err
+	}
+	defer hook.close()
+	base, stop, err := apiproc.Start(apiBin, []string{
+		"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL,
+		"RATELIMIT_POSITIONS=100000000/1s", "RATELIMIT_EVENTS=100000/1s", "RATELIMIT_DELIVERIES=100000/1s",
+		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4),
+	})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	api, err := newAPISide(base, b.conc, hook.url)
+	if err != nil {
+		return err
+	}
+	defer api.close()
+	if err := f.subscribeDirect(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("positions in batches of %d against %d fences (+ %d countries), %d clients, %v per run, %d runs\n",
+		batchSize, f.fenceCount, f.countries, b.conc, b.dur, b.runs)
+	fmt.Printf("API: POST /positions through api serve; direct: events.Service.Report in this process over pgx\n")
+	// Warm both sides: connections, PostGIS, plans.
+	load.Run(b.conc, time.Second, api.op(f))
+	load.Run(b.conc, time.Second, f.directOp())
+	res := load.Medians(b.runs, b.conc, b.dur, api.op(f), f.directOp())
+	a, d := res[0], res[1]
+	fmt.Printf("%-8s | %12s %9s %8s | %12s %9s %8s | %6s\n", "case", "API pos/s", "p50 ms", "p99 ms", "direct pos/s", "p50 ms", "p99 ms", "ratio")
+	fmt.Printf("%-8s | %12.0f %9.1f %8.1f | %12.0f %9.1f %8.1f | %5.0f%%%s%s\n", "batch100", a.Rate*batchSize, a.P50, a.P99,
+		d.Rate*batchSize, d.P50, d.P99, 100*a.Rate/d.Rate, errNote(a), errNote(d))
+	fmt.Printf("range: API %.0f-%.0f, direct %.0f-%.0f positions/s\n", a.Lo*batchSize, a.Hi*batchSize, d.Lo*batchSize, d.Hi*batchSize)
+	evs, err := f.eventsPerPosition(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("events committed per position: %.2f\n", evs)
+	p50, p99, n := 0.0, 0.0, 0
+	if b.latency > 0 {
+		hook.reset()
+		load.Run(1, b.latency, api.op(f))
+		p50, p99, n = hook.waitLatencies(10 * time.Second)
+		if n == 0 {
+			fmt.Println("webhook latency: not measured: no event reached the webhook")
+		} else {
+			fmt.Printf("webhook latency, 1 client: %d events, p50 %.1f ms, p99 %.1f ms from the position sent to its event received\n", n, p50, p99)
+		}
+	}
+	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d fences=%d conc=%d\n",
+		a.Rate*batchSize, d.Rate*batchSize, a.P99, d.P99, p50, p99, n, f.fenceCount, b.conc)
+	return nil
+}
+
+const benchSecret = "events-bench-secret"
+
+func apiCmd(bin, dbURL string, args ...string) error {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("api %v: %v: %s", args, err, msg)
+	}
+	return nil
+}
+
+func errNote(r load.Result) string {
+	if r.Errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d errors, first: %s)", r.Errors, r.FirstErr)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
