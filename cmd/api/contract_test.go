@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -84,6 +85,19 @@ func TestContractTour(t *testing.T) {
 	var created struct{ ID int64 }
 	if err := json.Unmarshal(body, &created); err != nil || created.ID < 1 || h.Get("Location") == "" {
 		t.Fatalf("POST /geofences body %s, Location %q: want an id and a Location", body, h.Get("Location"))
+	}
+
+	// A subscription to the fences, before the positions below, so
+	// that they make events to page through.
+	status, _, body = call(t, "POST", base+"/subscriptions", key, `{"layer":"geofences","kinds":["enter","exit","dwell"],"dwellSeconds":60}`)
+	var sub struct{ ID string }
+	if err := json.Unmarshal(body, &sub); status != 201 || err != nil {
+		t.Fatalf("POST /subscriptions = %d %s, want 201", status, body)
+	}
+	subPath := "/subscriptions/" + sub.ID
+	const noSub = "/subscriptions/00000000-0000-4000-8000-000000000000"
+	position := func(lng float64, ago time.Duration) string {
+		return fmt.Sprintf(`{"device":"tour","time":%q,"lng":%v,"lat":52.515}`, time.Now().Add(-ago).UTC().Format(time.RFC3339Nano), lng)
 	}
 
 	tests := []struct {
@@ -191,6 +205,39 @@ func TestContractTour(t *testing.T) {
 		{"AdminNoScope", "GET", "/admin/keys", readOnly, "", 403, nil},
 		{"AdminAnonymous", "GET", "/admin/audit", "", "", 401, nil},
 		{"AdminWrongMethod", "PUT", "/admin/keys/made", key, `{"notes":"x"}`, 405, nil},
+		{"Positions", "POST", "/positions", key, position(13.35, time.Minute), 202, nil},
+		{"PositionsBatch", "POST", "/positions", key, "[" + position(13.36, 50*time.Second) + "," + position(13.2, 40*time.Second) + "]", 202, nil},
+		{"PositionsLate", "POST", "/positions", key, position(13.35, time.Hour), 202, nil},
+		{"PositionsBadLng", "POST", "/positions", key, `{"device":"tour","time":"2025-01-01T00:00:00Z","lng":181,"lat":0}`, 422, []any{"body", "lng"}},
+		{"PositionsUnknownField", "POST", "/positions", key, `[{"device":"tour","time":"2025-01-01T00:00:00Z","lng":1,"lat":0,"alt":3}]`, 422, []any{"body", 0.0}},
+		{"PositionsFuture", "POST", "/positions", key, `{"device":"tour","time":"2999-01-01T00:00:00Z","lng":1,"lat":0}`, 422, []any{"body", "time"}},
+		{"PositionsEmpty", "POST", "/positions", key, `[]`, 422, []any{"body"}},
+		{"PositionsNoScope", "POST", "/positions", readOnly, position(13.35, 0), 403, nil},
+		{"PositionsAnonymous", "POST", "/positions", "", position(13.35, 0), 401, nil},
+		{"Devices", "GET", "/devices", key, "", 200, nil},
+		{"DevicesNoScope", "GET", "/devices", readOnly, "", 403, nil},
+		{"Subscriptions", "GET", "/subscriptions", key, "", 200, nil},
+		{"SubscriptionCreateBadKind", "POST", "/subscriptions", key, `{"layer":"geofences","kinds":["leave"]}`, 422, []any{"body", "kinds", 0.0}},
+		{"SubscriptionCreateUnknownField", "POST", "/subscriptions", key, `{"layer":"geofences","kinds":["enter"],"color":"red"}`, 422, []any{"body"}},
+		{"SubscriptionCreatePointLayer", "POST", "/subscriptions", key, `{"layer":"places","kinds":["enter"]}`, 422, []any{"body", "layer"}},
+		{"SubscriptionCreateHTTPWebhook", "POST", "/subscriptions", key, `{"layer":"geofences","kinds":["enter"],"webhook":"http://example.com/hook"}`, 422, []any{"body", "webhook"}},
+		{"SubscriptionCreateDwellless", "POST", "/subscriptions", key, `{"layer":"geofences","kinds":["dwell"]}`, 422, []any{"body", "dwellSeconds"}},
+		{"Subscription", "GET", subPath, key, "", 200, nil},
+		{"SubscriptionMissing", "GET", noSub, key, "", 404, nil},
+		{"SubscriptionMalformedID", "GET", "/subscriptions/1", key, "", 404, nil},
+		{"SubscriptionPatch", "PATCH", subPath, key, `{"kinds":["enter","exit"],"filter":"name = 'Tiergarten'"}`, 200, nil},
+		{"SubscriptionPatchBad", "PATCH", subPath, key, `{"dwellSeconds":-1}`, 422, []any{"body", "dwellSeconds"}},
+		{"SubscriptionPatchMissing", "PATCH", noSub, key, `{"kinds":["enter"]}`, 404, nil},
+		{"SubscriptionSecret", "POST", subPath + "/secret", key, "", 200, nil},
+		{"SubscriptionSecretMissing", "POST", noSub + "/secret", key, "", 404, nil},
+		{"Events", "GET", "/events?subscription=" + sub.ID, key, "", 200, nil},
+		{"EventsAfter", "GET", "/events?subscription=" + sub.ID + "&after=1&limit=1", key, "", 200, nil},
+		{"EventsBadAfter", "GET", "/events?subscription=" + sub.ID + "&after=x", key, "", 422, []any{"query", "after"}},
+		{"EventsBadLimit", "GET", "/events?subscription=" + sub.ID + "&limit=0", key, "", 422, []any{"query", "limit"}},
+		{"EventsNoSubscription", "GET", "/events", key, "", 422, []any{"query", "subscription"}},
+		{"EventsMissing", "GET", "/events?subscription=00000000-0000-4000-8000-000000000000", key, "", 404, nil},
+		{"SubscriptionDelete", "DELETE", subPath, key, "", 204, nil},
+		{"SubscriptionDeleteAgain", "DELETE", subPath, key, "", 404, nil},
 		{"Delete", "DELETE", fmt.Sprintf("/geofences/%d", created.ID), key, "", 204, nil},
 		{"DeleteAgain", "DELETE", fmt.Sprintf("/geofences/%d", created.ID), key, "", 404, nil},
 		{"UnknownRoute", "GET", "/no/such/route", "", "", 404, nil},

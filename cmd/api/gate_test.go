@@ -31,6 +31,14 @@ var serviceRoutes = []string{
 	"GET /tileMatrixSets", "GET /tileMatrixSets/{tileMatrixSetId}", "GET /styles", "GET /styles/{styleId}",
 }
 
+// The gated routes that read no layer but act on the caller's own devices
+// and subscriptions: a caller refused some layers may still report
+// positions (which tell it nothing of those layers), list what it owns
+// and delete a subscription it can no longer hear.
+var ownRoutes = []string{
+	"POST /positions", "GET /devices", "GET /subscriptions", "DELETE /subscriptions/{id}",
+}
+
 // walk is one request made from a route of the table.
 type walk struct {
 	name, method, url, body string
@@ -42,12 +50,16 @@ type walkParams struct {
 	polygon string // the layer of the containment routes ("": the fences)
 	fence   string // a fence id
 	feature string // a feature id of layer
+	sub     string // a subscription id of the caller
 }
 
 // walkOf is the request that exercises route rt with p.
 func walkOf(base string, rt route, p walkParams) walk {
 	name := rt.method + " " + templatePath(rt.path)
 	path := rt.path
+	if strings.HasPrefix(path, "/subscriptions/") {
+		path = strings.Replace(path, ":id", p.sub, 1)
+	}
 	for _, r := range [][2]string{
 		{":collectionId", p.layer}, {":featureId", p.feature}, {":id", p.fence},
 		{":layer/:z/:x/:y", p.layer + "/8/137/83.mvt"}, {":layer", p.layer + ".json"},
@@ -67,6 +79,14 @@ func walkOf(base string, rt route, p walkParams) walk {
 		w.body = `{"points":[[13.4,52.5]]}`
 	case "POST /geofences", "PUT /geofences/{id}":
 		w.body = walkFence
+	case "POST /positions":
+		w.body = `{"device":"walker","time":"2025-01-01T00:00:00Z","lng":13.4,"lat":52.5}`
+	case "POST /subscriptions":
+		w.body = `{"layer":"` + p.polygon + `","kinds":["enter"]}`
+	case "PATCH /subscriptions/{id}":
+		w.body = `{"kinds":["enter","exit"]}`
+	case "GET /events":
+		w.url += "?subscription=" + p.sub
 	}
 	return w
 }
@@ -119,6 +139,21 @@ func TestGateWalksEveryRoute(t *testing.T) {
 		return strconv.FormatInt(f.ID, 10)
 	}
 	kept, doomed := fenceOf(), fenceOf()
+	// Each caller's subscriptions to the fences, one to keep and one to
+	// delete, made as if before its layers were narrowed.
+	subOf := func(owner string) string {
+		t.Helper()
+		var id string
+		if err := db.QueryRow(ctx, `INSERT INTO event_subscriptions (owner, layer, kinds, secret)
+VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	subs := map[string][2]string{}
+	for _, owner := range []string{"key:walk-full", "key:walk-limited", "key:walk-unscoped", "sub:walker"} {
+		subs[owner] = [2]string{subOf(owner), subOf(owner)}
+	}
 
 	var gated []route
 	for _, rt := range rs {
@@ -134,9 +169,9 @@ func TestGateWalksEveryRoute(t *testing.T) {
 
 	t.Run("Full", func(t *testing.T) {
 		for _, rt := range gated {
-			p := walkParams{layer: "places", polygon: "geofences", fence: kept, feature: strconv.FormatInt(place, 10)}
+			p := walkParams{layer: "places", polygon: "geofences", fence: kept, feature: strconv.FormatInt(place, 10), sub: subs["key:walk-full"][0]}
 			if rt.method == "DELETE" {
-				p.fence = doomed
+				p.fence, p.sub = doomed, subs["key:walk-full"][1]
 			}
 			w := walkOf(base, rt, p)
 			if code, body := send(w, "x-api-key", full); code >= 300 {
@@ -160,17 +195,28 @@ func TestGateWalksEveryRoute(t *testing.T) {
 
 	refused := []struct {
 		name, header, value string
+		owner               string
 		restricted          bool // refused layers outside its list, known or not
 	}{
-		{"LimitedKey", "x-api-key", limited, true},
-		{"LimitedToken", "Authorization", "Bearer " + token, true},
-		{"LayerFileScope", "x-api-key", unscoped, false},
+		{"LimitedKey", "x-api-key", limited, "key:walk-limited", true},
+		{"LimitedToken", "Authorization", "Bearer " + token, "sub:walker", true},
+		{"LayerFileScope", "x-api-key", unscoped, "key:walk-unscoped", false},
 	}
 	for _, who := range refused {
 		t.Run(who.name, func(t *testing.T) {
 			for _, rt := range gated {
-				w := walkOf(base, rt, walkParams{layer: "geofences", polygon: "geofences", fence: kept, feature: "1"})
+				p := walkParams{layer: "geofences", polygon: "geofences", fence: kept, feature: "1", sub: subs[who.owner][0]}
+				if rt.method == "DELETE" {
+					p.sub = subs[who.owner][1]
+				}
+				w := walkOf(base, rt, p)
 				code, body := send(w, who.header, who.value)
+				if slices.Contains(ownRoutes, w.name) {
+					if code != 403 && code >= 300 {
+						t.Errorf("%s = %d %s, want 403 (no scope) or success", w.name, code, body)
+					}
+					continue
+				}
 				if slices.Contains(serviceRoutes, w.name) {
 					if code != 200 || strings.Contains(body, `"geofences"`) || strings.Contains(body, "s/geofences") {
 						t.Errorf("%s = %d %s, want 200 naming no fence layer", w.name, code, body)
@@ -185,7 +231,7 @@ func TestGateWalksEveryRoute(t *testing.T) {
 					continue
 				}
 				// The same answer for a layer that does not exist.
-				u := walkOf(base, rt, walkParams{layer: "no_such_layer", polygon: "no_such_layer", fence: kept, feature: "1"})
+				u := walkOf(base, rt, walkParams{layer: "no_such_layer", polygon: "no_such_layer", fence: kept, feature: "1", sub: p.sub})
 				ucode, ubody := send(u, who.header, who.value)
 				if ucode != 403 || strings.ReplaceAll(ubody, "no_such_layer", "geofences") != body {
 					t.Errorf("%s of an unknown layer = %d %s, want the same as for a refused one: %d %s", u.name, ucode, ubody, code, body)

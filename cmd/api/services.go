@@ -120,6 +120,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fair := newFairQueue(cfg.FairShare, s.registry)
 	limits := cfg.Geofence.Rules.Limits
 	limits.FeaturesDefaultLimit, limits.FeaturesMaxLimit = cfg.Features.DefaultLimit, cfg.Features.MaxLimit
+	limits.EventsMaxBatch, limits.EventsMaxPage = cfg.Events.MaxBatch, cfg.Events.MaxPage
 	if s.docs, err = openapi.New(limits); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ type Limits struct {
 	// FeaturesDefaultLimit and FeaturesMaxLimit bound an OGC API items
 	// page (FEATURES_DEFAULT_LIMIT, FEATURES_MAX_LIMIT).
 	FeaturesDefaultLimit, FeaturesMaxLimit int
+	// EventsMaxBatch bounds a batch of positions (EVENTS_MAX_BATCH) and
+	// EventsMaxPage a page of events (EVENTS_MAX_PAGE).
+	EventsMaxBatch, EventsMaxPage int
 }
 
 // patches returns where each limit goes in the document.
@@ -57,6 +60,8 @@ func (l Limits) patches() []patch {
 	add(l.FeaturesDefaultLimit, l.FeaturesDefaultLimit > 0, "components", "parameters", "limit", "schema", "default")
 	add(l.FeaturesMaxLimit, l.FeaturesMaxLimit > 0, "components", "parameters", "limit", "schema", "maximum")
 	add(l.MaxBatchPoints, l.MaxBatchPoints > 0, "components", "schemas", "ContainsBatch", "properties", "points", "maxItems")
+	add(l.EventsMaxBatch, l.EventsMaxBatch > 0, "components", "schemas", "PositionBatch", "maxItems")
+	add(l.EventsMaxPage, l.EventsMaxPage > 0, "components", "parameters", "EventsLimit", "schema", "maximum")
 	return ps
 }
 
