@@ -149,6 +149,8 @@ func TestHandlerRefusals(t *testing.T) {
 		{"CreateUnknownScope", "POST", "/admin/keys", `{"id":"x","scopes":["root"]}`, 422, []any{"body", "scopes", 0.0}},
 		{"CreateBadSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":[1,2,3]}`, 422, []any{"body", "spatial_scope"}},
 		{"CreateSelfIntersectingSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`, 422, []any{"body", "spatial_scope"}},
+		{"CreateHoleOutsideShellSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[5,5],[6,5],[6,6],[5,6],[5,5]]]}}`, 422, []any{"body", "spatial_scope"}},
+		{"CreateNestedSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[1,1],[2,1],[2,2],[1,2],[1,1]]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"PatchSelfIntersectingSpatial", "PATCH", "/admin/keys/k", `{"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"CreateBadExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"tomorrow"}`, 422, []any{"body", "expires_at"}},
 		{"CreatePastExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"2001-01-01T00:00:00Z"}`, 422, []any{"body", "expires_at"}},
