@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/openapi/contract"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
-	"github.com/geogate/geogate/internal/openapi/contract"
 )
 
 // merc900913 is a polygon layer in EPSG:900913 (as in martin's fixtures):
