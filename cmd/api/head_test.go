@@ -58,7 +58,7 @@ func TestHeadOnEveryGetRoute(t *testing.T) {
 						t.Errorf("HEAD %s: %s = %q, GET's %q", url, h, got, want)
 					}
 				}
-				if rt.policy == policyTiles && who.key != "" && status == http.StatusOK && header.Get("X-Cache") == "miss" {
+				if rt.policy == policyTiles && who.key != "" && status == http.StatusOK && header.Get("X-Cache") == "MISS" {
 					t.Errorf("HEAD %s after GET rendered the tile again (X-Cache miss)", url)
 				}
 			})
@@ -66,5 +66,38 @@ func TestHeadOnEveryGetRoute(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"method":"HEAD"`) {
 		t.Errorf("the access log shows no HEAD request")
+	}
+}
+
+// TestHeadRendersAndCachesATile: HEAD of a tile nobody asked for yet must
+// answer the GET's headers, ETag included, so it renders the tile; the
+// render is then cached, so the GET that follows is a HIT with the same
+// ETag and costs no second render.
+func TestHeadRendersAndCachesATile(t *testing.T) {
+	db, dbURL := testenv.DBWithURL(t)
+	if _, err := db.Exec(context.Background(), `INSERT INTO places (name, geom) VALUES ('Berlin', ST_SetSRID(ST_Point(13.4, 52.5), 4326))`); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL})
+	// A tile each, so that each starts uncached.
+	for _, tc := range []struct{ name, gzip, tile string }{{"Plain", "", "4/8/5"}, {"Gzip", "gzip", "5/17/10"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := base + "/tiles/places/" + tc.tile + ".mvt"
+			var got, etags []string
+			for _, method := range []string{"HEAD", "GET"} {
+				status, header, body := callWith(t, method, url, "", "Accept-Encoding", tc.gzip)
+				if status != http.StatusOK {
+					t.Fatalf("%s %s = %d %s, want 200", method, url, status, body)
+				}
+				got = append(got, method+" "+header.Get("X-Cache"))
+				etags = append(etags, header.Get("ETag"))
+			}
+			if want := "HEAD MISS, GET HIT"; strings.Join(got, ", ") != want {
+				t.Errorf("X-Cache = %v, want %s", got, want)
+			}
+			if etags[0] == "" || etags[0] != etags[1] {
+				t.Errorf("ETags = %q, want HEAD's and GET's the same", etags)
+			}
+		})
 	}
 }

@@ -141,7 +141,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 				exp = k.ExpiresAt.UTC().Format(time.RFC3339)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, status, strings.Join(k.Scopes, ","), dash(k.Tier),
-				k.Spatial.String(), layersText(k.Layers), k.CreatedAt.UTC().Format(time.RFC3339), exp, strconv.Quote(k.Notes))
+				spatialText(k), layersText(k.Layers), k.CreatedAt.UTC().Format(time.RFC3339), exp, strconv.Quote(k.Notes))
 		}
 		return w.Flush()
 	})
@@ -379,4 +379,17 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// spatialText is a key's spatial scope for keys list: "world", its JSON,
+// or the JSON stored and why it is refused.
+func spatialText(k auth.Key) string {
+	raw := k.SpatialJSON()
+	switch {
+	case raw == nil:
+		return "world"
+	case k.InvalidSpatial != nil:
+		return string(raw) + " (invalid: " + k.InvalidSpatial.Reason + ")"
+	}
+	return string(raw)
 }

@@ -64,7 +64,8 @@ type View struct {
 	Notes               string            `json:"notes"`
 	Scopes              []string          `json:"scopes"`
 	Tier                *string           `json:"tier"`
-	SpatialScope        *spatial.Scope    `json:"spatial_scope"`
+	SpatialScope        json.RawMessage   `json:"spatial_scope"`
+	SpatialScopeError   *string           `json:"spatial_scope_error"`
 	Layers              []string          `json:"layers"`
 	Overrides           map[string]string `json:"overrides"`
 	CreatedAt           time.Time         `json:"created_at"`
@@ -75,19 +76,27 @@ type View struct {
 
 // ViewOf is k as shown at now.
 func ViewOf(k auth.Key, now time.Time) View {
-	return View{
+	v := View{
 		ID: k.ID, Status: Status(k, now), Notes: k.Notes, Scopes: nonNil(k.Scopes), Tier: nullable(k.Tier),
-		SpatialScope: k.Spatial, Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
+		SpatialScope: k.SpatialJSON(), Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, PreviousSecretUntil: k.PreviousSecretUntil,
 	}
+	if k.InvalidSpatial != nil {
+		v.SpatialScopeError = &k.InvalidSpatial.Reason
+	}
+	return v
 }
 
-// Status is active, expired or revoked.
+// Status is active, expired, revoked, or invalid_scope for a key refused
+// because its stored spatial scope is invalid (see auth.InvalidScope).
 func Status(k auth.Key, now time.Time) string {
+	err := k.Usable(now)
 	switch {
 	case k.RevokedAt != nil && !k.RevokedAt.After(now):
 		return "revoked"
-	case k.Usable(now) != nil:
+	case errors.Is(err, auth.ErrStoredScopeInvalid):
+		return "invalid_scope"
+	case err != nil:
 		return "expired"
 	}
 	return "active"

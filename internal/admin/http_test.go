@@ -67,7 +67,7 @@ func TestHandlerWalk(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "acme", "status": "active", "notes": "n", "scopes": []any{"tiles:read"}, "tier": "gold",
-		"spatial_scope": []any{13.0, 52.0, 14.0, 53.0}, "layers": []any{"roads"}, "overrides": map[string]any{"geofence": "10/1s"},
+		"spatial_scope": []any{13.0, 52.0, 14.0, 53.0}, "spatial_scope_error": nil, "layers": []any{"roads"}, "overrides": map[string]any{"geofence": "10/1s"},
 		"expires_at": "2999-01-01T00:00:00Z", "revoked_at": nil, "previous_secret_until": nil,
 	}
 	got := send(t, r, "GET", "/admin/keys/acme", "")
@@ -149,6 +149,8 @@ func TestHandlerRefusals(t *testing.T) {
 		{"CreateUnknownScope", "POST", "/admin/keys", `{"id":"x","scopes":["root"]}`, 422, []any{"body", "scopes", 0.0}},
 		{"CreateBadSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":[1,2,3]}`, 422, []any{"body", "spatial_scope"}},
 		{"CreateSelfIntersectingSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`, 422, []any{"body", "spatial_scope"}},
+		{"CreateHoleOutsideShellSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[5,5],[6,5],[6,6],[5,6],[5,5]]]}}`, 422, []any{"body", "spatial_scope"}},
+		{"CreateNestedSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[1,1],[2,1],[2,2],[1,2],[1,1]]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"PatchSelfIntersectingSpatial", "PATCH", "/admin/keys/k", `{"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"CreateBadExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"tomorrow"}`, 422, []any{"body", "expires_at"}},
 		{"CreatePastExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"2001-01-01T00:00:00Z"}`, 422, []any{"body", "expires_at"}},
@@ -189,6 +191,50 @@ func TestHandlerRefusals(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantLoc, detail[0].(map[string]any)["loc"]); diff != "" {
 				t.Errorf("loc (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestInvalidStoredScope: a key whose stored spatial scope is invalid (a
+// row from before scopes were checked) is listed with that scope, status
+// invalid_scope and the reason; changing something else keeps the scope
+// as stored; replacing the scope makes the key active again.
+func TestInvalidStoredScope(t *testing.T) {
+	s, _ := newService(t, "geofence")
+	r := testRouter(NewHandler(s, nil))
+	if a := send(t, r, "POST", "/admin/keys", `{"id":"old","scopes":["tiles:read"]}`); a.status != http.StatusCreated {
+		t.Fatalf("create = %d %s", a.status, a.raw)
+	}
+	hole := `{"type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]], [[5, 5], [6, 5], [6, 6], [5, 6], [5, 5]]]}`
+	if _, err := s.db.Exec(t.Context(), `UPDATE api_keys SET geo_scope = $1::jsonb WHERE id = 'old'`, hole); err != nil {
+		t.Fatal(err)
+	}
+	var stored any
+	_ = json.Unmarshal([]byte(hole), &stored)
+	reason := "ring 1 of polygon 0 is a hole that lies outside its shell (ring 0)"
+	list := send(t, r, "GET", "/admin/keys", "")
+	if keys, _ := list.body["keys"].([]any); list.status != http.StatusOK || len(keys) != 1 || keys[0].(map[string]any)["status"] != "invalid_scope" {
+		t.Errorf("GET /admin/keys = %d %s, want the key, invalid_scope", list.status, list.raw)
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		wantStatus, wantError    any
+		wantScope                any
+	}{
+		{"Get", "GET", "/admin/keys/old", "", "invalid_scope", reason, stored},
+		{"PatchNotes", "PATCH", "/admin/keys/old", `{"notes":"still broken"}`, "invalid_scope", reason, stored},
+		{"PatchScope", "PATCH", "/admin/keys/old", `{"spatial_scope":[0,0,4,4]}`, "active", nil, []any{0.0, 0.0, 4.0, 4.0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := send(t, r, tc.method, tc.path, tc.body)
+			if a.status != http.StatusOK {
+				t.Fatalf("%s %s = %d %s, want 200", tc.method, tc.path, a.status, a.raw)
+			}
+			got := map[string]any{"status": a.body["status"], "spatial_scope_error": a.body["spatial_scope_error"], "spatial_scope": a.body["spatial_scope"]}
+			want := map[string]any{"status": tc.wantStatus, "spatial_scope_error": tc.wantError, "spatial_scope": tc.wantScope}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s %s (-want +got):\n%s", tc.method, tc.path, diff)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -369,7 +371,7 @@ func apply(k auth.Key, ch Change) auth.Key {
 		k.Tier = ch.Tier.V
 	}
 	if ch.Spatial.Set {
-		k.Spatial = ch.Spatial.V
+		k.Spatial, k.InvalidSpatial = ch.Spatial.V, nil
 	}
 	if ch.ExpiresAt.Set {
 		k.ExpiresAt = ch.ExpiresAt.V
@@ -390,7 +392,7 @@ func keyFields(k auth.Key) map[string]any {
 		"notes":         k.Notes,
 		"scopes":        k.Scopes,
 		"tier":          nullable(k.Tier),
-		"spatial_scope": spatialField(k.Spatial),
+		"spatial_scope": spatialField(k),
 		"expires_at":    k.ExpiresAt,
 		"layers":        k.Layers,
 		"overrides":     k.Overrides,
@@ -424,15 +426,18 @@ func nullable(s string) *string {
 // larger one is recorded by its hash and bounds.
 const maxSpatialInAudit = 1024
 
-func spatialField(s *spatial.Scope) any {
-	if s == nil {
+func spatialField(k auth.Key) any {
+	raw := k.SpatialJSON()
+	switch {
+	case raw == nil:
 		return nil
+	case len(raw) <= maxSpatialInAudit:
+		return raw
+	case k.Spatial == nil: // invalid as stored: no bounds to give
+		sum := sha256.Sum256(raw)
+		return map[string]any{"sha256": hex.EncodeToString(sum[:]), "invalid": true}
 	}
-	raw, _ := s.MarshalJSON()
-	if len(raw) <= maxSpatialInAudit {
-		return json.RawMessage(raw)
-	}
-	return map[string]any{"hash": s.Hash(), "bounds": s.Bounds()}
+	return map[string]any{"hash": k.Spatial.Hash(), "bounds": k.Spatial.Bounds()}
 }
 
 // formatDuration writes d as Go does, without the zero units that

@@ -87,7 +87,7 @@ func (a *Authenticator) count(r *http.Request, err error) {
 	result := "ok"
 	switch {
 	case err == nil:
-	case apperr.KindOf(err) == apperr.Unauthenticated:
+	case apperr.KindOf(err) == apperr.Unauthenticated, apperr.KindOf(err) == apperr.Forbidden:
 		result = "rejected"
 	default:
 		result = "unavailable"

@@ -164,7 +164,7 @@ func (v *TokenVerifier) Verify(tok string) (Identity, error) {
 	if len(c.GeoScope) > 0 {
 		s, err := v.spatialScope(c.GeoScope)
 		if err != nil {
-			return Identity{}, errTokenGeoScope
+			return Identity{}, geoScopeError(err)
 		}
 		id.Spatial = s
 	}
@@ -348,4 +348,15 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 		m["aud"] = o.Audience
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, m).SignedString(secret)
+}
+
+// geoScopeError refuses a token whose geo_scope claim Parse refused,
+// naming the fault when Parse names one (a hole outside its shell, say),
+// so the issuer can see what to fix.
+func geoScopeError(err error) error {
+	r := spatial.Reason(err)
+	if r == "" {
+		return errTokenGeoScope
+	}
+	return apperr.Wrap(apperr.Unauthenticated, "The bearer token has an invalid geo_scope claim: "+r+".", errTokenGeoScope)
 }

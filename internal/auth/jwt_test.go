@@ -140,6 +140,8 @@ func TestBearerTokens(t *testing.T) {
 		{"NoSubject", "Bearer " + hs(map[string]any{"sub": nil}), 401, "required claim", true},
 		{"ScopeNotString", "Bearer " + hs(map[string]any{"scope": 42}), 401, "required claim", true},
 		{"BadGeoScope", "Bearer " + hs(map[string]any{"geo_scope": []float64{1, 2, 3}}), 401, "geo_scope", true},
+		{"HoleOutsideShellGeoScope", "Bearer " + hs(map[string]any{"geo_scope": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{0, 0}, {4, 0}, {4, 4}, {0, 4}, {0, 0}}, {{5, 5}, {6, 5}, {6, 6}, {5, 6}, {5, 5}}}}}), 401, "lies outside its shell", true},
+		{"NestedGeoScope", "Bearer " + hs(map[string]any{"geo_scope": map[string]any{"type": "MultiPolygon", "coordinates": [][][][]float64{{{{0, 0}, {4, 0}, {4, 4}, {0, 4}, {0, 0}}}, {{{1, 1}, {2, 1}, {2, 2}, {1, 2}, {1, 1}}}}}}), 401, "lies inside polygon 0", true},
 		{"MissingScope", "Bearer " + hs(map[string]any{"scope": "tiles:read"}), 403, "proximity:read", false},
 		{"OutsideSpatialScope", "Bearer " + hs(map[string]any{"geo_scope": []float64{0, 0, 1, 1}}), 403, "leaves your spatial scope", false},
 	}

@@ -118,10 +118,9 @@ func keyArgs(k Key) []any {
 	if k.Tier != "" {
 		tier = &k.Tier
 	}
-	var geo []byte
-	if k.Spatial != nil {
-		geo, _ = k.Spatial.MarshalJSON()
-	}
+	// An invalid stored scope is written back as it was (see
+	// InvalidScope): dropping it would give the key the whole world.
+	geo := []byte(k.SpatialJSON())
 	var overrides []byte
 	if k.Overrides != nil {
 		overrides, _ = json.Marshal(k.Overrides)
@@ -304,12 +303,12 @@ func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	if len(geo) > 0 {
 		sp, err := spatial.Parse(geo)
 		if err != nil {
-			return fmt.Errorf("key %s has a bad geo_scope: %w", k.ID, err)
+			k.InvalidSpatial = &InvalidScope{Raw: geo, Reason: storedScopeReason(err)}
 		}
 		k.Spatial = sp
 	}
-	// As for geo_scope: a row written with plain SQL, not Create, is
-	// refused rather than served with a meaning nobody checked.
+	// A row written with plain SQL, not Create, is refused rather than
+	// served with a meaning nobody checked.
 	if err := ValidateLayers(k.Layers); err != nil {
 		return fmt.Errorf("key %s has bad layers: %s", k.ID, apperr.MessageOf(err))
 	}
@@ -319,4 +318,12 @@ func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 		}
 	}
 	return nil
+}
+
+// storedScopeReason says what is wrong with a stored scope Parse refused.
+func storedScopeReason(err error) string {
+	if r := spatial.Reason(err); r != "" {
+		return r
+	}
+	return "it is not [minLng,minLat,maxLng,maxLat] or a GeoJSON Polygon or MultiPolygon in WGS84"
 }

@@ -199,16 +199,21 @@ func (l *Layer) MayCurve() bool {
 }
 
 // Linear is the SQL of the layer's column col (an expression over a row)
-// without arcs. GeoJSON, geography, ST_Simplify and MVT know only
-// straight edges, so a curve is cut into straight segments
-// (ST_CurveToLine, 32 per quarter circle) wherever the type may hold one;
-// ST_HasArc leaves the other rows of such a column untouched, at the cost
-// of one look at their header.
+// without curves. GeoJSON, geography, ST_Simplify, MVT and
+// ST_CollectionExtract know only straight edges and the plain types, so a
+// curve is cut into straight segments (ST_CurveToLine, 32 per quarter
+// circle) wherever the type may hold one. What decides is the row's type,
+// not whether it has an arc (ST_HasArc): a CurvePolygon whose rings are
+// all straight is still no Polygon to them. Rows of a plain type are left
+// untouched, at the cost of one look at their header; a collection is
+// always passed through ST_CurveToLine, which leaves plain members as
+// they are.
 func (l *Layer) Linear(col string) string {
 	if !l.MayCurve() {
 		return col
 	}
-	return "CASE WHEN ST_HasArc(" + col + ") THEN ST_CurveToLine(" + col + ") ELSE " + col + " END"
+	return "CASE WHEN ST_GeometryType(" + col + ") IN ('ST_CircularString', 'ST_CompoundCurve', 'ST_CurvePolygon', " +
+		"'ST_MultiCurve', 'ST_MultiSurface', 'ST_GeometryCollection') THEN ST_CurveToLine(" + col + ") ELSE " + col + " END"
 }
 
 // PropertiesJSON is the SQL of the layer's properties of row (an alias or

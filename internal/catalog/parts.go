@@ -23,12 +23,15 @@ type Parts struct {
 }
 
 // Polygonal reports whether the layer's column may hold polygons: a
-// Polygon or MultiPolygon column, or a GeometryCollection or generic
-// Geometry one, of whose rows only the polygons count.
+// Polygon or MultiPolygon column, a curved one (CurvePolygon,
+// MultiSurface: its arcs are cut into straight segments, see Linear), or a
+// GeometryCollection or generic Geometry one, of whose rows only the
+// polygons count.
 func (l *Layer) Polygonal() bool {
-	// PostGIS names measured types with a trailing M (PolygonM).
-	switch strings.TrimSuffix(l.GeometryType, "M") {
-	case "Polygon", "MultiPolygon", "GeometryCollection", "Geometry":
+	// PostGIS names measured types with a trailing M (PolygonM); the
+	// catalog spells curved types as PostGIS does (CURVEPOLYGON).
+	switch strings.ToUpper(strings.TrimSuffix(l.GeometryType, "M")) {
+	case "POLYGON", "MULTIPOLYGON", "CURVEPOLYGON", "MULTISURFACE", "GEOMETRYCOLLECTION", "GEOMETRY":
 		return true
 	}
 	return false

@@ -28,7 +28,10 @@ import (
 func containsOneSQL(l *catalog.Layer, own string, ownShape bool) string {
 	key, _ := keyExpr(l, "l")
 	name := "NULL::text"
-	props := "to_jsonb(r.row) - " + quoteLiteralArray(otherGeometries(l))
+	// Built from the property columns, as on /within: to_jsonb of the
+	// whole row would write its geometry as GeoJSON, which fails on a
+	// curve.
+	props := l.PropertiesJSON("(r.row)")
 	if ownShape {
 		name = "coalesce((r.row).name::text, '')"
 		props = "coalesce((r.row).properties, '{}'::jsonb) - 'name'"
@@ -84,7 +87,12 @@ func pointsFrom(l *catalog.Layer, own, lngs, lats string) string {
 
 // holds is the condition that the polygons of row alias's geometry hold
 // point p: ST_Intersects, which the layer's index serves, and for a
-// generic column on its polygons only, found through the index first.
+// generic column on its polygons only, found through the index first. A
+// column that may hold curves has its arcs cut into straight segments
+// (catalog.Layer.Linear) before the polygons are taken: ST_CollectionExtract
+// counts a CurvePolygon as no polygon at all, and the other routes serve
+// curves cut the same way. The index condition stays on the column as
+// stored, whose bounding box covers its arcs.
 func holds(l *catalog.Layer, alias, p string) string {
 	col := alias + "." + catalog.QuoteIdent(l.Column)
 	switch {
@@ -93,7 +101,7 @@ func holds(l *catalog.Layer, alias, p string) string {
 	case l.Geography:
 		return fmt.Sprintf("%[1]s && %[2]s AND ST_Intersects(ST_CollectionExtract(%[1]s::geometry, 3)::geography, %[2]s)", col, p)
 	}
-	return fmt.Sprintf("%[1]s && %[2]s AND ST_Intersects(ST_CollectionExtract(%[1]s, 3), %[2]s)", col, p)
+	return fmt.Sprintf("%s && %s AND ST_Intersects(ST_CollectionExtract(%s, 3), %s)", col, p, l.Linear(col), p)
 }
 
 // partsTable is l's copy, quoted.
@@ -104,6 +112,6 @@ func partsTable(l *catalog.Layer, own string) string {
 // notPolygonal refuses a point-in-polygon check on a layer that holds no
 // polygons.
 func notPolygonal(l *catalog.Layer) error {
-	return apperr.InvalidField(fmt.Sprintf("Layer %s holds %s geometries; containment needs a polygon layer (Polygon, MultiPolygon, or a GeometryCollection or generic Geometry column, whose polygons count).",
+	return apperr.InvalidField(fmt.Sprintf("Layer %s holds %s geometries; containment needs a polygon layer (Polygon, MultiPolygon, CurvePolygon, MultiSurface, or a GeometryCollection or generic Geometry column, whose polygons count).",
 		l.ID, l.GeometryType), "value_error", "query", "layer")
 }

@@ -3,7 +3,6 @@ package geofence
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
@@ -75,22 +74,6 @@ func propsExpr(l *catalog.Layer, own bool) string {
        ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
              FROM jsonb_each(` + all + `) e WHERE e.key = ANY($7::text[]))
   END`
-}
-
-// otherGeometries are the names of the columns properties leave out: the
-// relation's geometry columns (the layer's own and any other one to_jsonb
-// would write out) and those the layer settings hide.
-func otherGeometries(l *catalog.Layer) []string {
-	return append(append([]string{l.Column}, l.OtherGeometries...), l.Hidden...)
-}
-
-// quoteLiteralArray writes names as a SQL text[] literal.
-func quoteLiteralArray(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = "'" + strings.ReplaceAll(n, "'", "''") + "'"
-	}
-	return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
 }
 
 // withinSQL is /within for one layer. Ordering every match by exact

@@ -215,6 +215,26 @@ func TestSelfIntersectionReason(t *testing.T) {
 	}
 }
 
+// TestInvalidFenceShapes: every shape PostGIS calls invalid is a 422
+// carrying its reason, whatever the fault.
+func TestInvalidFenceShapes(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	_, h := newTestService(t, pool, testTimeouts)
+	for _, tc := range []struct{ name, geometry, want string }{
+		{"HoleOutsideShell", `{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[5,5],[6,5],[6,6],[5,6],[5,5]]]}`, "Invalid geometry: Hole lies outside shell[5 5]."},
+		{"NestedPolygons", `{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[1,1],[2,1],[2,2],[1,2],[1,1]]]]}`, "Invalid geometry: Nested shells[1 1]."},
+		{"OverlappingPolygons", `{"type":"MultiPolygon","coordinates":[[[[0,0],[2,0],[2,2],[0,2],[0,0]]],[[[1,1],[3,1],[3,3],[1,3],[1,1]]]]}`, "Invalid geometry: Self-intersection"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, h, "POST", "/geofences", fenceJSON(tc.geometry))
+			if code != 422 || !strings.Contains(string(body), tc.want) {
+				t.Errorf("POST = %d %s, want 422 with %q", code, body, tc.want)
+			}
+		})
+	}
+}
+
 // failingReader yields some bytes of a body, then fails, as a client
 // that breaks off mid-body does.
 type failingReader struct{ r io.Reader }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/geogate/geogate/internal/apperr"
 )
@@ -182,7 +183,9 @@ func isQueryCanceled(err error) bool {
 
 // IsConnectErr reports errors that mean the server cannot be reached or
 // went away: connection failures, broken connections and the SQLSTATEs of
-// a server shutting down or starting up.
+// a server shutting down or starting up. A pool closed by a graceful
+// shutdown (puddle.ErrClosedPool, which pgxpool returns unwrapped) is one
+// too: this replica can no longer reach the database, another can.
 func IsConnectErr(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
@@ -195,7 +198,7 @@ func IsConnectErr(err error) bool {
 	case errors.As(err, &pe):
 		return pe.Code[:2] == "08" || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	}
-	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) ||
+	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 

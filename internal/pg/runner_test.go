@@ -72,3 +72,17 @@ func TestRunnerClientGoneIsNotATimeout(t *testing.T) {
 		t.Errorf("Do() after the caller's deadline = %v, want the caller's context.DeadlineExceeded", err)
 	}
 }
+
+// TestRunnerOnClosedPool: after a graceful shutdown closed the pool, a
+// request still running is told the database is unavailable (503, try
+// again), not that it failed.
+func TestRunnerOnClosedPool(t *testing.T) {
+	t.Parallel()
+	pool := open(t, pg.Options{MaxConns: 2})
+	run := pg.Runner{Pool: pool, Timeouts: pg.Timeouts{QueryTimeout: time.Second, AcquireTimeout: time.Second}}
+	pool.Close()
+	err := run.Do(context.Background(), exec("SELECT 1"))
+	if got := apperr.KindOf(err); got != apperr.Unavailable {
+		t.Errorf("KindOf(Do() on a closed pool) = %v, want Unavailable (err %v)", got, err)
+	}
+}

@@ -13,14 +13,16 @@ import (
 // is given rather than repaired, so that the area a key or token reaches
 // is always exactly the one written.
 //
-// Holes outside their shell and shells nested in one another are not
-// looked for: they do not make the overlay fail.
+// Once no two rings cross, checkNesting looks at where each ring lies.
 func checkSimple(polys [][][]pt) error {
 	var rings [][]pt
 	var names []string
+	clean := make([][][]pt, len(polys))
 	for i, p := range polys {
 		for j, r := range p {
-			rings = append(rings, dedup(r))
+			r = dedup(r)
+			clean[i] = append(clean[i], r)
+			rings = append(rings, r)
 			names = append(names, fmt.Sprintf("ring %d of polygon %d", j, i))
 		}
 	}
@@ -34,7 +36,7 @@ func checkSimple(polys [][][]pt) error {
 			}
 		}
 	}
-	return nil
+	return checkNesting(clean)
 }
 
 // dedup drops repeated consecutive positions, which PostGIS allows.

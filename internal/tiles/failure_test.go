@@ -83,3 +83,19 @@ func TestRenderPastItsTimeoutIs504(t *testing.T) {
 		t.Errorf("Retry-After = %q, want none", w.Header().Get("Retry-After"))
 	}
 }
+
+// TestRenderOnClosedPoolIs503: during a graceful shutdown the pool is
+// closed while requests may still arrive; a tile that must be rendered
+// then is a 503 that says to try again (another replica will answer), as
+// every other route says, not a 500.
+func TestRenderOnClosedPoolIs503(t *testing.T) {
+	t.Parallel()
+	db := fixtureDB(t)
+	rp := newReplica(t, db, nil, "", Options{})
+	db.Close()
+	w := rp.get(t, tilePath("places", tileOf(13.41, 52.52, 8)))
+	detail := detailOf(t, w.Body.Bytes())
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(detail, "try again") {
+		t.Errorf("GET an uncached tile on a closed pool = %d %q, want 503 saying to try again", w.Code, detail)
+	}
+}
