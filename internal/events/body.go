@@ -192,14 +192,14 @@ func parseSubscription(body []byte, base Subscription, allowHTTP bool) (Subscrip
 		sub.Kinds = nil
 		for i, k := range b.Kinds {
 			if !slices.Contains(Kinds, Kind(k)) {
-				errs.Add(`Must be "enter", "exit" or "dwell".`, "enum", "body", "kinds", i)
+				errs.Add(`Must be "enter", "exit", "dwell" or "cross".`, "enum", "body", "kinds", i)
 			} else if !slices.Contains(sub.Kinds, Kind(k)) {
 				sub.Kinds = append(sub.Kinds, Kind(k))
 			}
 		}
 	}
 	if len(sub.Kinds) == 0 && len(errs.Fields) == 0 {
-		errs.Add(`Field required: one or more of "enter", "exit", "dwell".`, "missing", "body", "kinds")
+		errs.Add(`Field required: one or more of "enter", "exit", "dwell", "cross".`, "missing", "body", "kinds")
 	}
 	if b.DwellSeconds != nil {
 		sub.DwellSeconds = *b.DwellSeconds

@@ -40,12 +40,16 @@ type event struct {
 // transitions evaluates the positions ps[i] for i in evaluated against
 // every subscription of owner that owner may still read, moves the stays
 // on and writes the events they make; it returns how many of each kind.
-func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int) (map[Kind]int, error) {
+func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) (map[Kind]int, error) {
 	ws, err := s.watches(ctx, tx, owner)
 	if err != nil || len(ws) == 0 {
 		return nil, err
 	}
 	inside, err := s.inside(ctx, tx, ws, ps, evaluated)
+	if err != nil {
+		return nil, err
+	}
+	met, err := s.met(ctx, tx, ws, ps, evaluated, from)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +78,11 @@ func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps [
 			if stays[p.Device] == nil {
 				stays[p.Device] = map[string]*stay{}
 			}
-			for _, c := range step(stays[p.Device], sample{at: p.Time, inside: inside[by][n]}, w.dwell) {
+			smp := sample{at: p.Time, inside: inside[by][n]}
+			if w.wants(Cross) {
+				smp.met = met[by][n]
+			}
+			for _, c := range step(stays[p.Device], smp, w.dwell) {
 				if w.wants(c.kind) {
 					evs = append(evs, event{stayKey{w.id, p.Device, c.fence}, w.layer, c.kind, p.Time, p.Lng, p.Lat, w.webhook})
 				}
@@ -130,6 +138,34 @@ FROM event_subscriptions WHERE owner = $1 ORDER BY id`, owner)
 	return slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil }), nil
 }
 
+// met finds, for each group of the subscriptions of ws that ask for
+// crossings and each evaluated position, the fences the line from its
+// device's previous position meets; nil when none asks.
+func (s *Service) met(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position, evaluated []int, from []*last) (map[group][][]string, error) {
+	var crossing []watch
+	for _, w := range ws {
+		if w.wants(Cross) {
+			crossing = append(crossing, w)
+		}
+	}
+	if len(crossing) == 0 {
+		return nil, nil
+	}
+	n := len(evaluated)
+	x1, y1, x2, y2 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for k, i := range evaluated {
+		// No previous position: a segment of no length meets what holds
+		// the point, which step leaves out.
+		x1[k], y1[k], x2[k], y2[k] = ps[i].Lng, ps[i].Lat, ps[i].Lng, ps[i].Lat
+		if f := from[k]; f != nil {
+			x1[k], y1[k] = f.lng, f.lat
+		}
+	}
+	return s.groups(ctx, tx, crossing, func(layer string) ([][]string, error) {
+		return s.keysOf(ctx, tx, n, s.fences.CrossesSQL, layer, x1, y1, x2, y2)
+	})
+}
+
 // group names the subscriptions that see the same fences: one layer and
 // one filter.
 type group struct{ layer, filter string }
@@ -144,6 +180,14 @@ func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Positi
 	for n, i := range evaluated {
 		lngs[n], lats[n] = ps[i].Lng, ps[i].Lat
 	}
+	return s.groups(ctx, tx, ws, func(layer string) ([][]string, error) {
+		return s.keysOf(ctx, tx, len(evaluated), s.fences.ContainsSQL, layer, lngs, lats)
+	})
+}
+
+// groups runs find once per layer of ws and narrows its answer by each
+// group's filter.
+func (s *Service) groups(ctx context.Context, tx pgx.Tx, ws []watch, find func(layer string) ([][]string, error)) (map[group][][]string, error) {
 	byLayer := map[string][][]string{}
 	out := map[group][][]string{}
 	for _, w := range ws {
@@ -154,7 +198,7 @@ func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Positi
 		keys, ok := byLayer[w.layer]
 		if !ok {
 			var err error
-			if keys, err = s.contains(ctx, tx, w.layer, lngs, lats); err != nil {
+			if keys, err = find(w.layer); err != nil {
 				return nil, err
 			}
 			byLayer[w.layer] = keys
@@ -170,14 +214,16 @@ func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Positi
 	return out, nil
 }
 
-// contains runs the layer's point-in-polygon statement over the points.
-func (s *Service) contains(ctx context.Context, tx pgx.Tx, layer string, lngs, lats []float64) ([][]string, error) {
-	out := make([][]string, len(lngs))
-	sql, ok := s.fences.ContainsSQL(layer)
+// keysOf runs the layer's statement that statement gives over args and
+// returns, for each of the n items it numbers from 1, the keys it finds,
+// sorted. A layer that is gone finds nothing.
+func (s *Service) keysOf(ctx context.Context, tx pgx.Tx, n int, statement func(string) (string, bool), layer string, args ...any) ([][]string, error) {
+	out := make([][]string, n)
+	sql, ok := statement(layer)
 	if !ok {
-		return out, nil // a layer gone holds no device: nothing enters it
+		return out, nil
 	}
-	rows, err := tx.Query(ctx, sql, lngs, lats)
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -26,12 +26,14 @@ type Settings struct {
 	MaxPage int
 }
 
-// Fences is what the service asks of the polygon layers: the statement
-// that finds, for arrays of longitudes ($1) and latitudes ($2), each
-// point's index (1-based) and the key, as text, of every feature of layer
-// holding it (geofence.Service.ContainsSQL).
+// Fences is what the service asks of the polygon layers
+// (geofence.Service): the statement that finds, for arrays of longitudes
+// ($1) and latitudes ($2), each point's index (1-based) and the key, as
+// text, of every feature of layer holding it; and the one that finds, for
+// segments from ($1, $2) to ($3, $4), the features each meets.
 type Fences interface {
 	ContainsSQL(layer string) (sql string, ok bool)
+	CrossesSQL(layer string) (sql string, ok bool)
 }
 
 // Filters is what the service asks of the CQL2 filters on a layer's

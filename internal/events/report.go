@@ -87,6 +87,7 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 	r := Report{Accepted: len(ps)}
 	late := make([]bool, len(ps))
 	var evaluated []int // indexes into ps
+	var from []*last    // for each evaluated, where its device was before, if known
 	for i, p := range ps {
 		l := lasts[p.Device]
 		switch {
@@ -98,6 +99,11 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 			r.Still++
 			l.at = p.Time // a later position is still not late
 		default:
+			if l.known {
+				from = append(from, l)
+			} else {
+				from = append(from, nil)
+			}
 			l = &last{known: true, at: p.Time, lng: p.Lng, lat: p.Lat, accuracy: p.Accuracy}
 			evaluated = append(evaluated, i)
 		}
@@ -107,7 +113,7 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 		return Report{}, err
 	}
 	if len(evaluated) > 0 {
-		kinds, err := s.transitions(ctx, tx, owner, ps, evaluated)
+		kinds, err := s.transitions(ctx, tx, owner, ps, evaluated, from)
 		if err != nil {
 			return Report{}, err
 		}

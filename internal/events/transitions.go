@@ -13,10 +13,13 @@ const (
 	Enter Kind = "enter" // a device is first seen inside a fence
 	Exit  Kind = "exit"  // a device is first seen outside a fence again
 	Dwell Kind = "dwell" // a device has stayed inside a fence for the dwell time
+	// Cross is a fence that the straight line between two consecutive
+	// positions passes through, neither of them inside it.
+	Cross Kind = "cross"
 )
 
 // Kinds lists every kind, in the order the docs give them.
-var Kinds = []Kind{Enter, Exit, Dwell}
+var Kinds = []Kind{Enter, Exit, Dwell, Cross}
 
 // stay is a device's time inside one fence.
 type stay struct {
@@ -24,11 +27,13 @@ type stay struct {
 	dwelled bool // its dwell event was told
 }
 
-// sample is one position of a device as transitions see it: when, and the
-// fences holding it, in ascending order.
+// sample is one position of a device as transitions see it: when, the
+// fences holding it, and the fences the line from the device's previous
+// position to it meets, each in ascending order.
 type sample struct {
 	at     time.Time
 	inside []string
+	met    []string
 }
 
 // change is one transition of a device and a fence.
@@ -38,11 +43,19 @@ type change struct {
 }
 
 // step moves a device's stays on to sample s and returns the transitions
-// it makes, exits first, then enters, then dwells, each by fence. A stay
-// dwells once: at the first sample at least dwell after it began (dwell 0
-// never dwells). stays is changed in place.
+// it makes, crosses first, then exits, then enters, then dwells, each by
+// fence. A fence crossed is one the line to s meets that the device was
+// in neither before nor at s. A stay dwells once: at the first sample at
+// least dwell after it began (dwell 0 never dwells). stays is changed in
+// place.
 func step(stays map[string]*stay, s sample, dwell time.Duration) []change {
 	var out []change
+	for _, f := range s.met {
+		_, was := stays[f]
+		if _, is := slices.BinarySearch(s.inside, f); !was && !is {
+			out = append(out, change{Cross, f})
+		}
+	}
 	for _, f := range sortedKeys(stays) {
 		if _, in := slices.BinarySearch(s.inside, f); !in {
 			delete(stays, f)

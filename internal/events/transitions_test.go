@@ -15,16 +15,19 @@ func TestStep(t *testing.T) {
 		samples []sample
 		want    string
 	}{
-		{"outside stays quiet", 0, []sample{{at(0), nil}, {at(1), nil}}, "[] []"},
-		{"enter then exit", 0, []sample{{at(0), []string{"a"}}, {at(1), nil}}, "[{enter a}] [{exit a}]"},
-		{"inside twice enters once", 0, []sample{{at(0), []string{"a"}}, {at(1), []string{"a"}}}, "[{enter a}] []"},
-		{"move from a to b exits first", 0, []sample{{at(0), []string{"a"}}, {at(1), []string{"b"}}}, "[{enter a}] [{exit a} {enter b}]"},
-		{"overlapping fences by key", 0, []sample{{at(0), []string{"a", "b"}}, {at(1), []string{"b"}}}, "[{enter a} {enter b}] [{exit a}]"},
+		{"outside stays quiet", 0, []sample{{at: at(0)}, {at: at(1)}}, "[] []"},
+		{"enter then exit", 0, []sample{{at: at(0), inside: []string{"a"}}, {at: at(1)}}, "[{enter a}] [{exit a}]"},
+		{"inside twice enters once", 0, []sample{{at: at(0), inside: []string{"a"}}, {at: at(1), inside: []string{"a"}}}, "[{enter a}] []"},
+		{"move from a to b exits first", 0, []sample{{at: at(0), inside: []string{"a"}}, {at: at(1), inside: []string{"b"}}}, "[{enter a}] [{exit a} {enter b}]"},
+		{"overlapping fences by key", 0, []sample{{at: at(0), inside: []string{"a", "b"}}, {at: at(1), inside: []string{"b"}}}, "[{enter a} {enter b}] [{exit a}]"},
 		{"dwell once per stay", 10 * time.Second, []sample{
-			{at(0), []string{"a"}}, {at(9), []string{"a"}}, {at(10), []string{"a"}}, {at(30), []string{"a"}}, {at(31), nil}, {at(32), []string{"a"}},
+			{at: at(0), inside: []string{"a"}}, {at: at(9), inside: []string{"a"}}, {at: at(10), inside: []string{"a"}}, {at: at(30), inside: []string{"a"}}, {at: at(31)}, {at: at(32), inside: []string{"a"}},
 		}, "[{enter a}] [] [{dwell a}] [] [{exit a}] [{enter a}]"},
-		{"dwell on the sample that passes it", 10 * time.Second, []sample{{at(0), []string{"a"}}, {at(60), []string{"a"}}}, "[{enter a}] [{dwell a}]"},
-		{"no dwell without a dwell time", 0, []sample{{at(0), []string{"a"}}, {at(3600), []string{"a"}}}, "[{enter a}] []"},
+		{"dwell on the sample that passes it", 10 * time.Second, []sample{{at: at(0), inside: []string{"a"}}, {at: at(60), inside: []string{"a"}}}, "[{enter a}] [{dwell a}]"},
+		{"a fence passed through is crossed", 0, []sample{{at: at(0)}, {at: at(1), met: []string{"a", "b"}, inside: []string{"b"}}}, "[] [{cross a} {enter b}]"},
+		{"a fence left or stayed in is not crossed", 0, []sample{{at: at(0), inside: []string{"a"}}, {at: at(1), met: []string{"a"}}, {at: at(2), inside: []string{"a"}}, {at: at(3), met: []string{"a"}, inside: []string{"a"}}},
+			"[{enter a}] [{exit a}] [{enter a}] []"},
+		{"no dwell without a dwell time", 0, []sample{{at: at(0), inside: []string{"a"}}, {at: at(3600), inside: []string{"a"}}}, "[{enter a}] []"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,8 +17,9 @@ type layerSQL struct {
 	own    bool
 	within string
 	// containsOne and containsBatch are the point-in-polygon statements,
-	// "" for a layer without polygons.
-	containsOne, containsBatch string
+	// "" for a layer without polygons; crossesBatch finds the polygons
+	// segments meet.
+	containsOne, containsBatch, crossesBatch string
 }
 
 // newLayerSQL builds the statements of l; own is geogate's schema, which
@@ -32,6 +33,7 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 	if l.Polygonal() {
 		s.containsOne = containsOneSQL(s.l, own, shaped)
 		s.containsBatch = containsBatchSQL(s.l, own)
+		s.crossesBatch = crossesBatchSQL(s.l, own)
 	}
 	return s
 }
