@@ -87,6 +87,11 @@ func walkOf(base string, rt route, p walkParams) walk {
 		w.body = `{"kinds":["enter","exit"]}`
 	case "GET /events":
 		w.url += "?subscription=" + p.sub
+	case "GET /events/stream":
+		// HEAD: the stream's answer without the stream, which would
+		// last until the walk's client gave up.
+		w.method = "HEAD"
+		w.url += "?subscription=" + p.sub
 	}
 	return w
 }

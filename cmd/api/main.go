@@ -1,5 +1,5 @@
 // Command api is the geogate service and its tools: serve (the default),
-// migrate, import, keys, token and publish.
+// migrate, import, keys, token, publish and simulate.
 package main
 
 import (
@@ -29,6 +29,7 @@ commands:
   keys      create, list or revoke API keys (api keys create|list|revoke)
   publish   list the published layers; install or remove exact tile invalidation
   token     mint an HS256 development token (api token --sub ID --scopes ... --ttl 1h)
+  simulate  move a small simulated fleet across the demo countries' borders (api simulate --url URL --key KEY)
 
 Run 'api COMMAND -h' for a command's flags. Settings come from the
 environment; docs/configuration.md lists them all.
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tokenCmd(ctx, args, getenv, stdout, stderr)
 	case "publish":
 		return publishCmd(ctx, args, getenv, stdout, stderr)
+	case "simulate":
+		return simulateCmd(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

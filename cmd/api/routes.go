@@ -102,6 +102,8 @@ func routes(s *services) []route {
 		{"DELETE", "/subscriptions/:id", auth.ScopeEventsWrite, policyEvents, ev.DeleteSubscription},
 		{"POST", "/subscriptions/:id/secret", auth.ScopeEventsWrite, policyEvents, ev.RotateSecret},
 		{"GET", "/events", auth.ScopeEventsRead, policyEvents, ev.Events},
+		// A live stream is admitted once, at connect.
+		{"GET", "/events/stream", auth.ScopeEventsRead, policyEvents, ev.Stream},
 
 		{"GET", "/conformance", anyone, policyFeatures, f.Conformance},
 		{"GET", "/collections", anyone, policyFeatures, f.Collections},

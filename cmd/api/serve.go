@@ -79,6 +79,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Live event streams would hold their connections open until the
+	// shutdown timeout: they end as soon as shutdown begins, and their
+	// clients reconnect to another replica.
+	srv.RegisterOnShutdown(services.streams.Stop)
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Server.Port)))
 	if err != nil {
 		return fmt.Errorf("listen on port %d: %w", cfg.Server.Port, err)

@@ -60,7 +60,9 @@ type services struct {
 	tiles    *tiles.Handler
 	features *features.Service
 	events   *events.Handler
-	admin    *admin.Handler
+	// streams are the live event streams, ended when shutdown begins.
+	streams *events.Hub
+	admin   *admin.Handler
 }
 
 // newServices builds every capability from the configuration and the
@@ -155,7 +157,12 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// primary only: a report must see the stays the last one left.
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, s.features,
 		s.gate.Check, cfg.Events.Settings, events.NewMetrics(s.registry))
-	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules)
+	// One LISTEN per process wakes every live stream of events.
+	listener := &pg.Listener{Pool: d.db, Channels: []string{events.Channel}, Log: log,
+		Topic: "event stream (streams fall back to polling the outbox)"}
+	s.streams = events.NewHub(func() { listener.Run(ctx) })
+	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
+	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules, s.streams)
 	return s, nil
 }
 

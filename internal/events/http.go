@@ -21,6 +21,7 @@ type Handler struct {
 	gate  Gate
 	who   Who
 	rules Rules
+	hub   *Hub
 }
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
@@ -43,14 +44,17 @@ type Rules struct {
 	SecretGrace time.Duration
 	// AllowHTTP lets webhooks be plain http beyond this machine.
 	AllowHTTP bool
+	// Stream paces the live streams; zero values take the defaults.
+	Stream StreamTiming
 }
 
-// NewHandler returns the HTTP handlers of svc.
-func NewHandler(svc *Service, g Gate, who Who, r Rules) *Handler {
+// NewHandler returns the HTTP handlers of svc; hub wakes its live
+// streams.
+func NewHandler(svc *Service, g Gate, who Who, r Rules, hub *Hub) *Handler {
 	if who.Scope == nil {
 		who.Scope = func(context.Context) *spatial.Scope { return nil }
 	}
-	return &Handler{svc: svc, gate: g, who: who, rules: r}
+	return &Handler{svc: svc, gate: g, who: who, rules: r, hub: hub}
 }
 
 var (

@@ -28,6 +28,8 @@ func TestRoutes(t *testing.T) {
 		{"ScriptReadsTheQuota", "/static/map.js", 200, "text/javascript; charset=utf-8", "getJSON('/rate_limit')"},
 		{"ScriptReadsTileHeaders", "/static/map.js", 200, "text/javascript; charset=utf-8", "res.headers.get('RateLimit')"},
 		{"PageHasTheQuotaPanel", "/", 200, "text/html; charset=utf-8", `<div id="quota">`},
+		{"PageHasTheDevicesLayer", "/", 200, "text/html; charset=utf-8", `<script src="/static/devices.js">`},
+		{"DevicesScriptFollowsTheStream", "/static/devices.js", 200, "text/javascript; charset=utf-8", "'/events/stream?subscription='"},
 		{"Licence", "/static/MAPLIBRE-LICENSE.txt", 200, "text/plain; charset=utf-8", "MapLibre contributors"},
 		{"Favicon", "/favicon.ico", 200, "image/x-icon", "\x00\x00\x01\x00"},
 		{"NoListing", "/static/", 404, "", ""},

@@ -46,7 +46,8 @@ func New(ctx context.Context) (*Checker, error) {
 func NewFor(ctx context.Context, data []byte) (*Checker, error) {
 	registerDecoders.Do(func() {
 		openapi3filter.RegisterBodyDecoder("application/vnd.mapbox-vector-tile", openapi3filter.FileBodyDecoder)
-		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder) // the map page on /
+		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder)         // the map page on /
+		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder) // GET /events/stream
 	})
 	doc, err := LoadData(ctx, data)
 	if err != nil {
