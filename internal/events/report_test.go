@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
@@ -117,5 +118,46 @@ func TestTransitionsOnRealFences(t *testing.T) {
 		if strings.Join(got[dev], ", ") != strings.Join(want, ", ") {
 			t.Errorf("%s: events\n got %v\nwant %v", dev, got[dev], want)
 		}
+	}
+}
+
+// TestCrossOnRealFences sends a device from Paris to Warsaw in one step:
+// the countries in between are crossed, as an independent computation on
+// the whole polygons finds them, and France and Poland are left and
+// entered, not crossed.
+func TestCrossOnRealFences(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	sub, err := svc.CreateSubscription(ctx, "key:fleet", events.Subscription{Layer: "geofences", Kinds: []events.Kind{events.Cross}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paris, warsaw := [2]float64{2.35, 48.86}, [2]float64{21.01, 52.23}
+	if _, err := svc.Report(ctx, "key:fleet", []events.Position{
+		{Device: "jet", Time: at(0), Lng: paris[0], Lat: paris[1]},
+		{Device: "jet", Time: at(1), Lng: warsaw[0], Lat: warsaw[1]},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range pull(t, svc, "key:fleet", sub.ID) {
+		got = append(got, e.Fence)
+	}
+	rows, err := pool.Query(ctx, `
+SELECT id::text FROM public.geofences
+WHERE ST_Intersects(geom, ST_MakeLine(ST_SetSRID(ST_MakePoint($1, $2), 4326), ST_SetSRID(ST_MakePoint($3, $4), 4326)))
+  AND NOT ST_Intersects(geom, ST_SetSRID(ST_MakePoint($1, $2), 4326))
+  AND NOT ST_Intersects(geom, ST_SetSRID(ST_MakePoint($3, $4), 4326))
+ORDER BY id::text`, paris[0], paris[1], warsaw[0], warsaw[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("crossed %v, want %v (the independent computation)", got, want)
 	}
 }
