@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,6 +18,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/freshness"
@@ -61,6 +63,11 @@ type services struct {
 	features *features.Service
 	events   *events.Handler
 	admin    *admin.Handler
+	// dead serves the dead letters of webhook delivery.
+	dead *delivery.Handler
+	// background is the work that must end before the clients close:
+	// the delivery workers record their last outcomes.
+	background sync.WaitGroup
 }
 
 // newServices builds every capability from the configuration and the
@@ -155,6 +162,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, s.features,
 		s.gate.Check, cfg.Events.Settings, events.NewMetrics(s.registry))
 	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules)
+	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
+	// Every replica delivers: leases keep them from sending an event
+	// twice at once, and the deliveries policy bounds each subscriber.
+	worker := delivery.New(d.db, cfg.Delivery, s.limiter, delivery.NewMetrics(s.registry), log)
+	s.background.Go(func() { worker.Run(ctx) })
 	return s, nil
 }
 
