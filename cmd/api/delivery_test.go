@@ -167,8 +167,8 @@ func TestDeadLetterRoutes(t *testing.T) {
 	var page struct {
 		DeadLetters []struct {
 			ID, Subscription, LastError string `json:",omitempty"`
-			Attempts                     int
-			Event                        struct{ ID string }
+			Attempts                    int
+			Event                       struct{ ID string }
 		} `json:"dead_letters"`
 		Next string
 	}
