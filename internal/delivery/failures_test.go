@@ -179,8 +179,8 @@ func TestDeliveryReceiverGoneAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listen again on %s: %v", addr, err)
 	}
-	back := newReceiverOn(t, ln)
-	back.secrets = r.secrets
+	// Its secrets are set before it serves: deliveries are being retried.
+	back := newReceiverOn(t, ln, r.secrets)
 	f.waitState(t, sub.ID, "delivered", n, 30*time.Second)
 	f.checkAllInOrder(t, back, sub.ID)
 }

@@ -173,11 +173,12 @@ type receiver struct {
 	errs     []string
 }
 
-func newReceiver(t *testing.T) *receiver { return newReceiverOn(t, nil) }
+func newReceiver(t *testing.T) *receiver { return newReceiverOn(t, nil, nil) }
 
-// newReceiverOn is newReceiver listening on ln (nil: a free port).
-func newReceiverOn(t *testing.T, ln net.Listener) *receiver {
-	r := &receiver{t: t, want: 1, accepted: map[string]int{}, tries: map[string]int{}, inFlight: map[string]bool{}}
+// newReceiverOn is newReceiver listening on ln (nil: a free port) and
+// checking secrets from its first request.
+func newReceiverOn(t *testing.T, ln net.Listener, secrets []string) *receiver {
+	r := &receiver{t: t, want: 1, secrets: secrets, accepted: map[string]int{}, tries: map[string]int{}, inFlight: map[string]bool{}}
 	r.srv = httptest.NewUnstartedServer(r)
 	if ln != nil {
 		r.srv.Listener.Close()
