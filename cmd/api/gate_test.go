@@ -22,6 +22,7 @@ var ungatedRoutes = []string{
 	"GET /admin/keys", "POST /admin/keys", "GET /admin/keys/{id}", "PATCH /admin/keys/{id}", "DELETE /admin/keys/{id}",
 	"POST /admin/keys/{id}/rotate", "GET /admin/keys/{id}/usage", "GET /admin/tiers", "GET /admin/tiers/{tier}",
 	"PUT /admin/tiers/{tier}", "DELETE /admin/tiers/{tier}", "GET /admin/audit",
+	"GET /admin/dead-letters", "POST /admin/dead-letters/{id}/replay", "DELETE /admin/dead-letters/{id}",
 }
 
 // The gated routes that read no layer of their own: they answer a caller

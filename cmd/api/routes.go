@@ -146,6 +146,10 @@ func routes(s *services) []route {
 		{"PUT", "/admin/tiers/:tier", auth.ScopeAdmin, ungated, ad.PutTier},
 		{"DELETE", "/admin/tiers/:tier", auth.ScopeAdmin, ungated, ad.DeleteTier},
 		{"GET", "/admin/audit", auth.ScopeAdmin, ungated, ad.Audit},
+		// Webhook deliveries whose retries ran out.
+		{"GET", "/admin/dead-letters", auth.ScopeAdmin, ungated, s.dead.List},
+		{"POST", "/admin/dead-letters/:id/replay", auth.ScopeAdmin, ungated, s.dead.Replay},
+		{"DELETE", "/admin/dead-letters/:id", auth.ScopeAdmin, ungated, s.dead.Drop},
 	}
 	q.guardedBy(rs)
 	return rs

@@ -118,6 +118,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// Background work ends before the clients it uses close.
+	stopHandler()
+	services.background.Wait()
 	log.Info("stopped")
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,6 +18,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/config"
+	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/freshness"
@@ -63,6 +65,11 @@ type services struct {
 	// streams are the live event streams, ended when shutdown begins.
 	streams *events.Hub
 	admin   *admin.Handler
+	// dead serves the dead letters of webhook delivery.
+	dead *delivery.Handler
+	// background is the work that must end before the clients close:
+	// the delivery workers record their last outcomes.
+	background sync.WaitGroup
 }
 
 // newServices builds every capability from the configuration and the
@@ -163,6 +170,11 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	s.streams = events.NewHub(func() { listener.Run(ctx) })
 	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
 	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules, s.streams)
+	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
+	// Every replica delivers: leases keep them from sending an event
+	// twice at once, and the deliveries policy bounds each subscriber.
+	worker := delivery.New(d.db, cfg.Delivery, s.limiter, delivery.NewMetrics(s.registry), log)
+	s.background.Go(func() { worker.Run(ctx) })
 	return s, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/httpx"
@@ -49,6 +50,8 @@ type Config struct {
 	FairShare FairShare
 	// Events are the settings of positions and geofence events.
 	Events Events
+	// Delivery sends geofence events to their webhooks.
+	Delivery delivery.Settings
 }
 
 // Server holds HTTP and process settings.
@@ -207,6 +210,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	c.FairShare = loadFairShare(r, c.DB)
 	c.Events = loadEvents(r)
+	c.Delivery = loadDelivery(r)
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}

@@ -1,0 +1,133 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/geogate/geogate/internal/events"
+)
+
+// claimed is an event leased to this worker, with what sending it needs.
+type claimed struct {
+	events.Event
+	Owner   string
+	Webhook string
+	// Secrets sign the delivery: the current one, then the previous one
+	// while its grace period lasts.
+	Secrets []string
+	// attempts were made before this one.
+	attempts int
+	// lease is the lease_until this worker set: every later change of the
+	// event names it, so that a worker whose lease ran out (and whose
+	// event another took) changes nothing.
+	lease time.Time
+}
+
+// claimSQL leases up to $1 due events of webhook subscriptions for $3
+// milliseconds. An event is due when it is pending, its next_at has come
+// and nobody holds a lease on it; only the head of each (subscription,
+// device) is eligible, which keeps their order, and a subscription gets
+// no more than $2 deliveries in flight. SKIP LOCKED lets concurrent
+// claims pass each other; the lease, rechecked on the locked row, keeps a
+// claim that read an older snapshot from taking an event just leased.
+const claimSQL = `
+WITH inflight AS (
+  SELECT subscription, count(*) AS n FROM events
+  WHERE state = 'pending' AND lease_until > now()
+  GROUP BY subscription
+), heads AS (
+  SELECT e.seq, e.subscription,
+         row_number() OVER (PARTITION BY e.subscription ORDER BY e.next_at, e.seq) AS rank
+  FROM events e
+  JOIN event_subscriptions s ON s.id = e.subscription AND s.webhook IS NOT NULL
+  WHERE e.state = 'pending' AND e.next_at <= now()
+    AND (e.lease_until IS NULL OR e.lease_until <= now())
+    AND NOT EXISTS (SELECT 1 FROM events p WHERE p.state = 'pending'
+      AND p.subscription = e.subscription AND p.device = e.device AND p.seq < e.seq)
+), picked AS (
+  SELECT e.seq FROM events e
+  JOIN heads h ON h.seq = e.seq
+  LEFT JOIN inflight i ON i.subscription = h.subscription
+  WHERE h.rank + coalesce(i.n, 0) <= $2
+    AND e.state = 'pending' AND (e.lease_until IS NULL OR e.lease_until <= now())
+  ORDER BY e.next_at, e.seq
+  LIMIT $1
+  FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE events e SET lease_until = now() + $3 * interval '1 millisecond'
+FROM picked, event_subscriptions s
+WHERE e.seq = picked.seq AND s.id = e.subscription AND s.webhook IS NOT NULL
+  AND e.state = 'pending' AND (e.lease_until IS NULL OR e.lease_until <= now())
+RETURNING ` + events.EventColumns + `, s.owner, s.webhook, s.secret,
+  CASE WHEN s.previous_until > now() THEN s.previous_secret END, e.attempts, e.lease_until`
+
+// claim leases up to n due events; on a database error it logs and
+// claims none (the next look tries again).
+func (w *Worker) claim(ctx context.Context, n int) []claimed {
+	rows, err := w.pool.Query(ctx, claimSQL, n, w.s.PerSubscription, w.s.Lease.Milliseconds())
+	if err != nil {
+		w.warn(ctx, "claim", err)
+		return nil
+	}
+	defer rows.Close()
+	var out []claimed
+	for rows.Next() {
+		var c claimed
+		var secret string
+		var previous *string
+		e, err := events.ScanEvent(func(dest ...any) error {
+			return rows.Scan(append(dest, &c.Owner, &c.Webhook, &secret, &previous, &c.attempts, &c.lease)...)
+		})
+		if err != nil {
+			w.warn(ctx, "claim", err)
+			return out
+		}
+		c.Event, c.Secrets = e, []string{secret}
+		if previous != nil {
+			c.Secrets = append(c.Secrets, *previous)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		w.warn(ctx, "claim", err)
+	}
+	return out
+}
+
+// lookSQL reads the age of the oldest pending webhook event and how long
+// until the next retry falls due or the next lease runs out.
+const lookSQL = `
+SELECT extract(epoch FROM now() - min(e.created_at))::float8,
+  extract(epoch FROM least(min(e.next_at) FILTER (WHERE e.next_at > now()),
+                           min(e.lease_until) FILTER (WHERE e.lease_until > now())) - now())::float8
+FROM events e JOIN event_subscriptions s ON s.id = e.subscription AND s.webhook IS NOT NULL
+WHERE e.state = 'pending'`
+
+// look updates the outbox age and returns how long until the next event
+// falls due, when one will.
+func (w *Worker) look(ctx context.Context) (time.Duration, bool) {
+	var age, next *float64
+	if err := w.pool.QueryRow(ctx, lookSQL).Scan(&age, &next); err != nil {
+		w.warn(ctx, "look", err)
+		return 0, false
+	}
+	w.m.outboxAge.Set(deref(age))
+	if next == nil {
+		return 0, false
+	}
+	return time.Duration(*next * float64(time.Second)), true
+}
+
+func deref(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}
+
+// warn logs a failed statement, unless the worker is stopping.
+func (w *Worker) warn(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil {
+		w.log.Warn("event delivery: "+what+" failed", "err", err.Error())
+	}
+}
