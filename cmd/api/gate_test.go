@@ -146,6 +146,9 @@ func TestGateWalksEveryRoute(t *testing.T) {
 		if strings.Contains(logs.String(), "without asking the gate") {
 			t.Errorf("a gated route answered without asking the gate:\n%s", logs)
 		}
+		if strings.Contains(logs.String(), "its row does not say it reads") {
+			t.Errorf("a route named layers its row does not say it reads:\n%s", logs)
+		}
 	})
 
 	fences := func() string {

@@ -36,8 +36,9 @@ type Ask struct {
 	// Policy, when set, is spent instead of the route's.
 	Policy string
 	// Cached says what is asked is served from a cache or from memory:
-	// the layers' own policies, which are for work on the database, do
-	// not apply.
+	// the route's cached policy (Spend.Cached) applies, if it has one,
+	// and the layers' own policies, which are for work on the database,
+	// do not.
 	Cached bool
 	// Cost is the estimated cost per layer in the policy's units, before
 	// each layer's multiplier; 0 is 1.
@@ -88,7 +89,8 @@ type Gate struct {
 	// charged its estimates.
 	DBTime func(ctx context.Context) time.Duration
 	// Bypassed, when set, is told of a gated route that answered without
-	// asking the gate (a programming error; tests fail on it).
+	// asking the gate, or whose handler named layers its Spend does not
+	// say it reads (programming errors; tests fail on them).
 	Bypassed func(route string)
 }
 
@@ -133,7 +135,10 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 	if st != nil {
 		route = st.route
 		if policy == "" {
-			policy = st.policy
+			policy = st.spend.policy(a)
+		}
+		if len(a.Layers) > 0 && !a.Cached && !st.spend.Layers && policy != Free {
+			g.misdeclared(route)
 		}
 	}
 	if policy == Free || g.limiter == nil {
@@ -156,6 +161,16 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 		p.charges = append(p.charges, ch)
 	}
 	return p, true
+}
+
+// misdeclared reports a route whose handler names layers, so that their
+// own policies apply, while its row says it reads none: /rate_limit
+// would not list the route under those policies.
+func (g *Gate) misdeclared(route string) {
+	g.log.Error("gate: a route named layers its row does not say it reads", "route", route)
+	if g.Bypassed != nil {
+		g.Bypassed(route)
+	}
 }
 
 // charge is what one policy is charged for a request.

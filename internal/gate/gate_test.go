@@ -42,15 +42,20 @@ func TestCharges(t *testing.T) {
 	}
 }
 
-// serve runs one request through a gated route whose handler is h, as a
-// caller limited to layers.
+// serve runs one request through a free gated route that reads layers,
+// whose handler is h, as a caller limited to layers.
 func serve(g *Gate, layers []string, h gin.HandlerFunc) *httptest.ResponseRecorder {
+	return serveOn(g, Spend{Layers: true}, layers, h)
+}
+
+// serveOn is serve on a route that spends s.
+func serveOn(g *Gate, s Spend, layers []string, h gin.HandlerFunc) *httptest.ResponseRecorder {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	r.GET("/x", func(c *gin.Context) {
 		id := auth.Identity{Kind: auth.KindKey, ID: "k", Layers: layers}
 		c.Request = c.Request.WithContext(auth.WithIdentity(c.Request.Context(), id))
-	}, g.Route("GET /x", Free), h)
+	}, g.Route("GET /x", s), h)
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, httptest.NewRequest("GET", "/x", nil))
 	return w
@@ -91,5 +96,61 @@ func TestRouteNoticesBypass(t *testing.T) {
 	})
 	if !slices.Equal(bypassed, []string{"GET /x"}) {
 		t.Errorf("bypasses reported = %v, want only the unchecked success", bypassed)
+	}
+}
+
+func TestSpendPolicy(t *testing.T) {
+	tiles := Spend{Policy: "tiles", Cached: "tiles-cached", Layers: true}
+	docs := Spend{Policy: "tiles-cached"}
+	for _, tc := range []struct {
+		name  string
+		spend Spend
+		ask   Ask
+		want  string
+	}{
+		{"Render", tiles, Ask{Layers: []string{"places"}}, "tiles"},
+		{"CachedTile", tiles, Ask{Layers: []string{"places"}, Cached: true}, "tiles-cached"},
+		{"DocumentWithoutCachedPolicy", docs, Ask{Cached: true}, "tiles-cached"},
+		{"Free", Spend{}, Ask{Cached: true}, Free},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.spend.policy(tc.ask); got != tc.want {
+				t.Errorf("policy = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got, want := tiles.Policies(), []string{"tiles", "tiles-cached"}; !slices.Equal(got, want) {
+		t.Errorf("Policies() = %v, want %v", got, want)
+	}
+	if got := (Spend{Policy: "p", Cached: "p"}).Policies(); !slices.Equal(got, []string{"p"}) {
+		t.Errorf("Policies() of one policy twice = %v, want [p]", got)
+	}
+}
+
+// TestRouteNoticesUndeclaredLayers: a handler that names layers on a
+// charged route whose row says it reads none is reported; cached answers
+// and routes that say so are not.
+func TestRouteNoticesUndeclaredLayers(t *testing.T) {
+	var reported []string
+	g := Open()
+	g.Bypassed = func(route string) { reported = append(reported, route) }
+	ask := func(a Ask) gin.HandlerFunc {
+		return func(c *gin.Context) {
+			if p, ok := g.Admit(c, a); ok {
+				p.Done()
+				c.String(http.StatusOK, "served")
+			}
+		}
+	}
+	layer := []string{"places"}
+	serveOn(g, Spend{Policy: "features", Layers: true}, nil, ask(Ask{Layers: layer}))
+	serveOn(g, Spend{Policy: "tiles-cached"}, nil, ask(Ask{Layers: layer, Cached: true}))
+	serveOn(g, Spend{}, nil, ask(Ask{Layers: layer}))
+	if len(reported) != 0 {
+		t.Fatalf("declared or uncharged routes reported: %v", reported)
+	}
+	serveOn(g, Spend{Policy: "features"}, nil, ask(Ask{Layers: layer}))
+	if !slices.Equal(reported, []string{"GET /x"}) {
+		t.Errorf("reported = %v, want the route that named a layer it does not declare", reported)
 	}
 }
