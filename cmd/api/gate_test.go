@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -183,6 +184,15 @@ func TestGateWalksEveryRoute(t *testing.T) {
 				if code != 403 {
 					t.Errorf("%s = %d %s, want 403", w.name, code, body)
 					continue
+				}
+				// The refusal says what was refused: a write on the
+				// routes that change the layer, a read on the others.
+				said, doing := "read", "Reading"
+				if rt.scope == auth.ScopeGeofencesWrite {
+					said, doing = "write", "Writing"
+				}
+				if !strings.Contains(body, "may not "+said+" layer") && !strings.Contains(body, doing+" layer") {
+					t.Errorf("%s = %s, want the refusal to say the caller may not %s the layer", w.name, body, said)
 				}
 				if !who.restricted || !strings.Contains(rt.path, ":") && !strings.Contains(w.url, "layer=") {
 					continue

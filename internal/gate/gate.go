@@ -124,8 +124,12 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 		st.asked = true
 	}
 	ctx := c.Request.Context()
+	check := g.rules.Check
+	if a.Write {
+		check = g.rules.CheckWrite
+	}
 	for _, l := range a.Layers {
-		if err := g.rules.Check(ctx, l); err != nil {
+		if err := check(ctx, l); err != nil {
 			httpx.Abort(c, err)
 			return nil, false
 		}

@@ -61,24 +61,49 @@ func serveOn(g *Gate, s Spend, layers []string, h gin.HandlerFunc) *httptest.Res
 	return w
 }
 
+// TestRefusedLayerSameAnswer: a caller refused a layer gets the same 403
+// whether the layer exists or not, saying what it was refused: a read,
+// or a write.
 func TestRefusedLayerSameAnswer(t *testing.T) {
-	g := Open()
-	ask := func(layer string) gin.HandlerFunc {
-		return func(c *gin.Context) {
-			if p, ok := g.Admit(c, Ask{Layers: []string{layer}}); ok {
-				defer p.Done()
-				c.String(http.StatusOK, "served")
+	g := New(access.Settings{Layers: map[string]access.Rule{
+		"parcels": {Scopes: []string{"admin"}},
+	}}, nil, nil, nil)
+	for _, tc := range []struct {
+		name    string
+		write   bool
+		refused string // the layer refused by the key's list
+		want    string
+		scoped  string // by the layer file's scopes
+	}{
+		{"Read", false, "roads", `may not read layer \"roads\"`, `Reading layer \"parcels\" needs`},
+		{"Write", true, "roads", `may not write layer \"roads\"`, `Writing layer \"parcels\" needs`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ask := func(layer string) gin.HandlerFunc {
+				return func(c *gin.Context) {
+					if p, ok := g.Admit(c, Ask{Layers: []string{layer}, Write: tc.write}); ok {
+						defer p.Done()
+						c.String(http.StatusOK, "served")
+					}
+				}
 			}
-		}
-	}
-	own := serve(g, []string{"places"}, ask("places"))
-	other := serve(g, []string{"places"}, ask("roads"))
-	unknown := serve(g, []string{"places"}, ask("nope"))
-	if own.Code != 200 || other.Code != 403 || unknown.Code != 403 {
-		t.Fatalf("own, other, unknown = %d, %d, %d; want 200, 403, 403", own.Code, other.Code, unknown.Code)
-	}
-	if a, b := other.Body.String(), strings.ReplaceAll(unknown.Body.String(), "nope", "roads"); a != b {
-		t.Errorf("refused bodies differ: %s and %s", a, b)
+			own := serve(g, []string{"places", "parcels"}, ask("places"))
+			other := serve(g, []string{"places", "parcels"}, ask(tc.refused))
+			unknown := serve(g, []string{"places", "parcels"}, ask("nope"))
+			scoped := serve(g, []string{"places", "parcels"}, ask("parcels"))
+			if own.Code != 200 || other.Code != 403 || unknown.Code != 403 || scoped.Code != 403 {
+				t.Fatalf("own, other, unknown, scoped = %d, %d, %d, %d; want 200, 403, 403, 403", own.Code, other.Code, unknown.Code, scoped.Code)
+			}
+			if a, b := other.Body.String(), strings.ReplaceAll(unknown.Body.String(), "nope", tc.refused); a != b {
+				t.Errorf("refused bodies differ: %s and %s", a, b)
+			}
+			if got := other.Body.String(); !strings.Contains(got, tc.want) {
+				t.Errorf("refused body %s, want it to say %s", got, tc.want)
+			}
+			if got := scoped.Body.String(); !strings.Contains(got, tc.scoped) {
+				t.Errorf("body refused by the layer's scopes %s, want it to say %s", got, tc.scoped)
+			}
+		})
 	}
 }
 
