@@ -66,6 +66,18 @@ type Usage struct {
 	Cost int
 }
 
+// PageCost is what a page of features really cost, in request units: one
+// per 100 features returned and one more per MiB written, at least 1. Every
+// route that pages features is charged by it, so that a page costs what
+// it made the service read and send, not what it asked for.
+func PageCost(features, bytes int) int {
+	return max(1, (features+99)/100+bytes>>20)
+}
+
+// PageEstimate is what a page of up to limit features reserves before it
+// runs: one unit per 100 it may return; PageCost settles it.
+func PageEstimate(limit int) int { return max(1, (limit+99)/100) }
+
 // pass is the gate's Pass.
 type pass struct {
 	g        *Gate

@@ -179,3 +179,26 @@ func TestRouteNoticesUndeclaredLayers(t *testing.T) {
 		t.Errorf("reported = %v, want the route that named a layer it does not declare", reported)
 	}
 }
+
+func TestPageCost(t *testing.T) {
+	for _, tc := range []struct {
+		features, bytes, want int
+	}{
+		{0, 0, 1},
+		{1, 100, 1},
+		{100, 1<<20 - 1, 1},
+		{101, 0, 2},
+		{10, 1 << 20, 2},
+		{3, 3<<20 + 600, 4},
+		{561, 5 << 20, 11},
+	} {
+		if got := PageCost(tc.features, tc.bytes); got != tc.want {
+			t.Errorf("PageCost(%d, %d) = %d, want %d", tc.features, tc.bytes, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ limit, want int }{{0, 1}, {1, 1}, {100, 1}, {101, 2}, {10000, 100}} {
+		if got := PageEstimate(tc.limit); got != tc.want {
+			t.Errorf("PageEstimate(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
