@@ -123,17 +123,19 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	}
 	cold := cfg.Tiles
 	cold.Cache = false
-	coldH, err := tiles.New(hctx, cold, tiles.Deps{DB: pool, Layers: cat}, tiles.Options{Log: quiet})
+	coldS, err := tiles.New(hctx, pg.Runner{Pool: pool}, cat, cold, tiles.Options{Log: quiet})
 	if err != nil {
 		return err
 	}
+	coldH := tiles.NewHandler(coldS, cold, tiles.Access{})
 	prefix := fmt.Sprintf("bench:%d:", time.Now().UnixNano())
 	cached := cfg.Tiles
 	cached.KeyPrefix = prefix
-	warmH, err := tiles.New(hctx, cached, tiles.Deps{DB: pool, Redis: rc, Layers: cat}, tiles.Options{Log: quiet})
+	warmS, err := tiles.New(hctx, pg.Runner{Pool: pool}, cat, cached, tiles.Options{Redis: rc, Log: quiet})
 	if err != nil {
 		return err
 	}
+	warmH := tiles.NewHandler(warmS, cached, tiles.Access{})
 	coldURL, closeCold, err := serve(coldH)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func run(serverURL, dbName, redisURL string, conc int, dur time.Duration, setSiz
 	defer closeWarm()
 	defer cleanKeys(rc, prefix)
 
-	r, err := tiles.NewRenderer(pool, cat, cfg.Tiles, quiet)
+	r, err := tiles.NewRenderer(pg.Runner{Pool: pool}, cat, cfg.Tiles, quiet)
 	if err != nil {
 		return err
 	}

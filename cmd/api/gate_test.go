@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -122,7 +123,7 @@ func TestGateWalksEveryRoute(t *testing.T) {
 		"AUTH_ANONYMOUS_SCOPES": "none",
 		"RATELIMIT_GEOFENCE":    "1000/1s", "RATELIMIT_FEATURES": "1000/1s",
 	}
-	readers := "proximity:read,geofences:read,geofences:write,tiles:read,features:read"
+	readers := "proximity:read,geofences:read,geofences:write,tiles:read,features:read,positions:write,events:read,events:write"
 	full := runCLI(t, env, "keys", "create", "--name", "walk-full", "--scopes", "all")
 	limited := runCLI(t, env, "keys", "create", "--name", "walk-limited", "--scopes", "all", "--layers", "places")
 	unscoped := runCLI(t, env, "keys", "create", "--name", "walk-unscoped", "--scopes", readers)
@@ -187,6 +188,9 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 		if strings.Contains(logs.String(), "without asking the gate") {
 			t.Errorf("a gated route answered without asking the gate:\n%s", logs)
 		}
+		if strings.Contains(logs.String(), "its row does not say it reads") {
+			t.Errorf("a route named layers its row does not say it reads:\n%s", logs)
+		}
 	})
 
 	fences := func() string {
@@ -232,6 +236,15 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 				if code != 403 {
 					t.Errorf("%s = %d %s, want 403", w.name, code, body)
 					continue
+				}
+				// The refusal says what was refused: a write on the
+				// routes that change the layer, a read on the others.
+				said, doing := "read", "Reading"
+				if rt.scope == auth.ScopeGeofencesWrite {
+					said, doing = "write", "Writing"
+				}
+				if w.method != "HEAD" && !strings.Contains(body, "may not "+said+" layer") && !strings.Contains(body, doing+" layer") {
+					t.Errorf("%s = %s, want the refusal to say the caller may not %s the layer", w.name, body, said)
 				}
 				if !who.restricted || !strings.Contains(rt.path, ":") && !strings.Contains(w.url, "layer=") {
 					continue

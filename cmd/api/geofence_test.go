@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // TestGeofenceEndToEnd drives the proximity and geofence routes of the
@@ -38,5 +42,43 @@ func TestGeofenceEndToEnd(t *testing.T) {
 				t.Errorf("%s: RateLimit-Remaining = %q, want %s", tt.name, got, tt.wantRemaining)
 			}
 		}
+	}
+}
+
+// TestFencePagesChargeBytes: GET /geofences is charged, once written, one
+// unit per 100 fences and one more per MiB, as the OGC API items pages
+// are: a page of three fences with a MiB of properties each costs 4, a
+// page of three small fences 1.
+func TestFencePagesChargeBytes(t *testing.T) {
+	db, dbURL := testenv.DBWithURL(t)
+	// Two groups of three fences, far from any other, told apart by a
+	// bbox: small ones near (100, -40), large ones near (110, -40).
+	if _, err := db.Exec(context.Background(), `
+INSERT INTO geofences (name, properties, geom)
+SELECT 'small-' || i, '{"note":"small"}', ST_Multi(ST_MakeEnvelope(100 + i * 0.1, -40, 100.05 + i * 0.1, -39.95, 4326))
+FROM generate_series(0, 2) i;
+INSERT INTO geofences (name, properties, geom)
+SELECT 'large-' || i, jsonb_build_object('blob', repeat('x', 1 << 20)), ST_Multi(ST_MakeEnvelope(110 + i * 0.1, -40, 110.05 + i * 0.1, -39.95, 4326))
+FROM generate_series(0, 2) i;`); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_GEOFENCE": "1000/1m"})
+	used := func() int {
+		t.Helper()
+		return rateLimitStatus(t, base, "").policy(t, "geofence").Windows[0].Used
+	}
+	page := func(bbox string) int {
+		t.Helper()
+		before := used()
+		code, _, body := call(t, "GET", base+"/geofences?limit=10&bbox="+bbox, "", "")
+		var fc struct{ Features []json.RawMessage }
+		if err := json.Unmarshal(body, &fc); code != 200 || err != nil || len(fc.Features) != 3 {
+			t.Fatalf("GET /geofences?bbox=%s = %d with %d fences (%v), want 200 with 3", bbox, code, len(fc.Features), err)
+		}
+		return used() - before
+	}
+	small, large := page("99.9,-40.1,100.4,-39.8"), page("109.9,-40.1,110.4,-39.8")
+	if small != 1 || large != 4 {
+		t.Errorf("a page of 3 small fences cost %d, of 3 fences of 1 MiB each %d; want 1 and 4 (1 + 1 per MiB)", small, large)
 	}
 }

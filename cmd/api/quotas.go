@@ -21,8 +21,8 @@ import (
 type quotas struct {
 	s *services
 	// guards lists the routes that spend each policy, in routes() order;
-	// layerRoutes those that read a layer, whose own policy, when the
-	// layer file gives it one, they spend instead.
+	// layerRoutes those that read a layer (gate.Spend.Layers), whose own
+	// policy, when the layer file gives it one, they spend instead.
 	guards      map[string][]string
 	layerRoutes []string
 }
@@ -31,11 +31,14 @@ type quotas struct {
 func (q *quotas) guardedBy(rs []route) {
 	q.guards = map[string][]string{}
 	for _, rt := range rs {
+		if rt.policy == ungated {
+			continue
+		}
 		name := rt.method + " " + templatePath(rt.path)
-		for _, p := range spends(rt) {
+		for _, p := range rt.policy.Policies() {
 			q.guards[p] = append(q.guards[p], name)
 		}
-		if readsLayer(rt) {
+		if rt.policy.Layers {
 			q.layerRoutes = append(q.layerRoutes, name)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,10 +31,12 @@ type route struct {
 	// nobody (the method is not allowed: 405, before any credentials are
 	// checked, and left out of the API description).
 	scope string
-	// policy is the rate-limit policy the route spends (a layer's own may
-	// take its place), free when the gate checks it but charges nothing,
-	// ungated for a route that reads no layer and spends nothing.
-	policy  string
+	// policy is what the route spends (see gate.Spend): its rate-limit
+	// policy, the one a cached answer spends instead, and whether a
+	// layer's own policy may take its place; free when the gate checks it
+	// but charges nothing, ungated for a route that reads no layer and
+	// spends nothing.
+	policy  gate.Spend
 	handler gin.HandlerFunc
 }
 
@@ -52,10 +53,31 @@ const (
 	nobody = "nobody"
 )
 
-// Route policies that name no rate-limit policy.
-const (
-	free    = gate.Free
-	ungated = "ungated"
+// What the routes spend.
+var (
+	// free: the gate checks the layers but charges nothing.
+	free = gate.Spend{Policy: gate.Free}
+	// ungated: the route never asks the gate (the name is no policy's).
+	ungated = gate.Spend{Policy: "ungated"}
+
+	// The OGC API - Features documents about the service, and the routes
+	// of one collection.
+	spendFeatures      = gate.Spend{Policy: policyFeatures}
+	spendFeaturesLayer = gate.Spend{Policy: policyFeatures, Layers: true}
+	// /within and every geofence route.
+	spendGeofence = gate.Spend{Policy: policyGeofence, Layers: true}
+	// A tile spends tiles for the layers it renders and tiles-cached for
+	// those it finds in the cache.
+	spendTiles = gate.Spend{Policy: policyTiles, Cached: policyTilesCached, Layers: true}
+	// The OGC API - Tiles and Styles documents cost a unit of
+	// tiles-cached, as a cached tile does.
+	spendTilesCached = gate.Spend{Policy: policyTilesCached}
+	spendRateLimit   = gate.Spend{Policy: policyRateLimit}
+	// A batch of positions costs what it holds; the subscription and
+	// event routes that name a subscription's layer check it.
+	spendPositions   = gate.Spend{Policy: policyPositions}
+	spendEvents      = gate.Spend{Policy: policyEvents}
+	spendEventsLayer = gate.Spend{Policy: policyEvents, Layers: true}
 )
 
 // routes lists every route of the service.
@@ -67,7 +89,7 @@ func routes(s *services) []route {
 		{"GET", "/readyz", public, ungated, s.health.Ready},
 		{"GET", "/metrics", public, ungated, s.metrics()},
 
-		{"GET", "/", anyone, policyFeatures, f.Landing(web.Map)},
+		{"GET", "/", anyone, spendFeatures, f.Landing(web.Map)},
 		{"GET", "/static/*filepath", anyone, ungated, web.Static},
 		{"GET", "/favicon.ico", public, ungated, web.Favicon},
 		{"GET", "/openapi.json", anyone, ungated, docs.Spec},
@@ -78,56 +100,53 @@ func routes(s *services) []route {
 
 		{"GET", "/layers", anyone, free, s.layers},
 		// The caller's quotas: reading them spends none, only rate-limit.
-		{"GET", "/rate_limit", anyone, policyRateLimit, q.serve},
+		{"GET", "/rate_limit", anyone, spendRateLimit, q.serve},
 
-		{"GET", "/within", auth.ScopeProximityRead, policyGeofence, geo.Within},
-		{"GET", "/geofences", auth.ScopeGeofencesRead, policyGeofence, geo.List},
-		{"POST", "/geofences", auth.ScopeGeofencesWrite, policyGeofence, geo.Create},
-		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, policyGeofence, geo.Contains},
-		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, policyGeofence, geo.ContainsBatch},
+		{"GET", "/within", auth.ScopeProximityRead, spendGeofence, geo.Within},
+		{"GET", "/geofences", auth.ScopeGeofencesRead, spendGeofence, geo.List},
+		{"POST", "/geofences", auth.ScopeGeofencesWrite, spendGeofence, geo.Create},
+		{"GET", "/geofences/contains", auth.ScopeGeofencesRead, spendGeofence, geo.Contains},
+		{"POST", "/geofences/contains", auth.ScopeGeofencesRead, spendGeofence, geo.ContainsBatch},
 		refuse("PUT", "/geofences/contains", "GET, POST"), // no fence is called "contains"
 		refuse("DELETE", "/geofences/contains", "GET, POST"),
-		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, policyGeofence, geo.Get},
-		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Update},
-		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, policyGeofence, geo.Delete},
+		{"GET", "/geofences/:id", auth.ScopeGeofencesRead, spendGeofence, geo.Get},
+		{"PUT", "/geofences/:id", auth.ScopeGeofencesWrite, spendGeofence, geo.Update},
+		{"DELETE", "/geofences/:id", auth.ScopeGeofencesWrite, spendGeofence, geo.Delete},
 
 		// Geofence events: devices' positions in, subscriptions' events
 		// out. Each identity sees only its own devices and subscriptions.
-		{"POST", "/positions", auth.ScopePositionsWrite, policyPositions, ev.Report},
-		{"GET", "/devices", auth.ScopeEventsRead, policyEvents, ev.Devices},
-		{"GET", "/subscriptions", auth.ScopeEventsRead, policyEvents, ev.Subscriptions},
-		{"POST", "/subscriptions", auth.ScopeEventsWrite, policyEvents, ev.CreateSubscription},
-		{"GET", "/subscriptions/:id", auth.ScopeEventsRead, policyEvents, ev.Subscription},
-		{"PATCH", "/subscriptions/:id", auth.ScopeEventsWrite, policyEvents, ev.UpdateSubscription},
-		{"DELETE", "/subscriptions/:id", auth.ScopeEventsWrite, policyEvents, ev.DeleteSubscription},
-		{"POST", "/subscriptions/:id/secret", auth.ScopeEventsWrite, policyEvents, ev.RotateSecret},
-		{"GET", "/events", auth.ScopeEventsRead, policyEvents, ev.Events},
+		{"POST", "/positions", auth.ScopePositionsWrite, spendPositions, ev.Report},
+		{"GET", "/devices", auth.ScopeEventsRead, spendEvents, ev.Devices},
+		{"GET", "/subscriptions", auth.ScopeEventsRead, spendEvents, ev.Subscriptions},
+		{"POST", "/subscriptions", auth.ScopeEventsWrite, spendEventsLayer, ev.CreateSubscription},
+		{"GET", "/subscriptions/:id", auth.ScopeEventsRead, spendEventsLayer, ev.Subscription},
+		{"PATCH", "/subscriptions/:id", auth.ScopeEventsWrite, spendEventsLayer, ev.UpdateSubscription},
+		{"DELETE", "/subscriptions/:id", auth.ScopeEventsWrite, spendEvents, ev.DeleteSubscription},
+		{"POST", "/subscriptions/:id/secret", auth.ScopeEventsWrite, spendEventsLayer, ev.RotateSecret},
+		{"GET", "/events", auth.ScopeEventsRead, spendEventsLayer, ev.Events},
 		// A live stream is admitted once, at connect.
-		{"GET", "/events/stream", auth.ScopeEventsRead, policyEvents, ev.Stream},
+		{"GET", "/events/stream", auth.ScopeEventsRead, spendEventsLayer, ev.Stream},
 
-		{"GET", "/conformance", anyone, policyFeatures, f.Conformance},
-		{"GET", "/collections", anyone, policyFeatures, f.Collections},
-		{"GET", "/collections/:collectionId", anyone, policyFeatures, f.Collection},
-		{"GET", "/collections/:collectionId/queryables", anyone, policyFeatures, f.Queryables},
-		{"GET", "/collections/:collectionId/schema", anyone, policyFeatures, f.Schema},
-		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, policyFeatures, f.Items},
-		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, policyFeatures, f.Item},
+		{"GET", "/conformance", anyone, spendFeatures, f.Conformance},
+		{"GET", "/collections", anyone, spendFeatures, f.Collections},
+		{"GET", "/collections/:collectionId", anyone, spendFeaturesLayer, f.Collection},
+		{"GET", "/collections/:collectionId/queryables", anyone, spendFeaturesLayer, f.Queryables},
+		{"GET", "/collections/:collectionId/schema", anyone, spendFeaturesLayer, f.Schema},
+		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, spendFeaturesLayer, f.Items},
+		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, spendFeaturesLayer, f.Item},
 
 		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json
-		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, policyTiles, t.Tile},
+		{"GET", "/tiles/:layer/:z/:x/:y", auth.ScopeTilesRead, spendTiles, t.Tile},
 
-		// A tile spends tiles for the layers it renders and tiles-cached
-		// for those it finds in the cache. OGC API - Tiles and Styles
-		// serve the same layers and tiles; their documents cost a unit of
-		// tiles-cached, as a cached tile does.
-		{"GET", "/tileMatrixSets", auth.ScopeTilesRead, policyTilesCached, t.TileMatrixSets},
-		{"GET", "/tileMatrixSets/:tileMatrixSetId", auth.ScopeTilesRead, policyTilesCached, t.TileMatrixSet},
-		{"GET", "/collections/:collectionId/tiles", auth.ScopeTilesRead, policyTilesCached, t.TileSets},
-		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId", auth.ScopeTilesRead, policyTilesCached, t.TileSet},
-		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, policyTiles, t.OGCTile},
-		{"GET", "/styles", auth.ScopeTilesRead, policyTilesCached, t.Styles},
-		{"GET", "/styles/:styleId", auth.ScopeTilesRead, policyTilesCached, t.Style},
+		// OGC API - Tiles and Styles serve the same layers and tiles.
+		{"GET", "/tileMatrixSets", auth.ScopeTilesRead, spendTilesCached, t.TileMatrixSets},
+		{"GET", "/tileMatrixSets/:tileMatrixSetId", auth.ScopeTilesRead, spendTilesCached, t.TileMatrixSet},
+		{"GET", "/collections/:collectionId/tiles", auth.ScopeTilesRead, spendTilesCached, t.TileSets},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId", auth.ScopeTilesRead, spendTilesCached, t.TileSet},
+		{"GET", "/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", auth.ScopeTilesRead, spendTiles, t.OGCTile},
+		{"GET", "/styles", auth.ScopeTilesRead, spendTilesCached, t.Styles},
+		{"GET", "/styles/:styleId", auth.ScopeTilesRead, spendTilesCached, t.Style},
 
 		// Key administration. Only operators hold the admin scope, and
 		// the scope is checked before anything else runs; the routes are
@@ -173,7 +192,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 			chain = append(chain, authn, auth.Require(rt.scope))
 		}
 		if rt.policy != ungated {
-			for _, p := range spends(rt) {
+			for _, p := range rt.policy.Policies() {
 				if _, ok := s.limiter.Policy(p); !ok {
 					return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
 				}
@@ -196,28 +215,4 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 		}
 	}
 	return r, nil
-}
-
-// spends lists the policies a route may spend: its own, and for a tile
-// route the cached-tile policy too.
-func spends(rt route) []string {
-	switch rt.policy {
-	case ungated, free:
-		return nil
-	case policyTiles:
-		return []string{policyTiles, policyTilesCached}
-	}
-	return []string{rt.policy}
-}
-
-// readsLayer says whether a route reads or writes a layer named by its
-// path or parameters, so that a layer's own policy may take the place of
-// the route's.
-func readsLayer(rt route) bool {
-	for _, prefix := range []string{"/within", "/geofences", "/tiles/:layer", "/collections/:collectionId"} {
-		if strings.HasPrefix(rt.path, prefix) && rt.policy != ungated && rt.policy != policyTilesCached {
-			return true
-		}
-	}
-	return false
 }

@@ -133,22 +133,15 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	if s.docs, err = openapi.New(limits); err != nil {
 		return nil, err
 	}
-	// Only renders (cache misses) spend the tiles budget; cached tiles
-	// pass the generous tiles-cached policy. A policy's concurrency cap
-	// holds its slot until the tile is answered.
-	s.tiles, err = tiles.New(ctx, cfg.Tiles, tiles.Deps{DB: tileDB, Redis: d.redis, Layers: s.catalog, Replicas: d.replicas, Queue: fair}, tiles.Options{
-		Scope:        spatialScope,
-		Gate:         s.gate,
-		CachedPolicy: policyTilesCached,
-		Log:          log,
-		Registerer:   s.registry,
-	})
+	tileSvc, err := tiles.New(ctx, pg.Runner{Pool: tileDB, Replicas: d.replicas, Queue: fair}, s.catalog, cfg.Tiles,
+		tiles.Options{Redis: d.redis, Log: log, Registerer: s.registry})
 	if err != nil {
 		return nil, err
 	}
+	s.tiles = tiles.NewHandler(tileSvc, cfg.Tiles, tiles.Access{Gate: s.gate, Scope: spatialScope})
 	// A fence write retires the tiles it changes before it answers.
 	committed := func(ctx context.Context) {
-		if err := s.tiles.Commit(ctx); err != nil {
+		if err := tileSvc.Commit(ctx); err != nil {
 			log.Warn("tile versions not published after a write", "err", err.Error())
 		}
 		s.raiseFloor(ctx, d.replicas, log)

@@ -39,11 +39,25 @@ func (s Settings) Check(ctx context.Context, layer string) error {
 	if err := auth.CheckLayer(ctx, layer); err != nil {
 		return err
 	}
-	id := auth.FromContext(ctx)
+	return s.checkScopes(ctx, layer, "Reading")
+}
+
+// CheckWrite is Check for a request that changes layer: it needs what a
+// read needs, and a refusal says it was a write.
+func (s Settings) CheckWrite(ctx context.Context, layer string) error {
+	if err := auth.CheckLayerWrite(ctx, layer); err != nil {
+		return err
+	}
+	return s.checkScopes(ctx, layer, "Writing")
+}
+
+// checkScopes refuses layer to a caller without one of the scopes the
+// layer file asks for it; doing names what was asked in the detail.
+func (s Settings) checkScopes(ctx context.Context, layer, doing string) error {
 	r := s.Layers[layer]
-	if len(r.Scopes) > 0 && !slices.ContainsFunc(r.Scopes, id.Has) {
-		return apperr.Errorf(apperr.Forbidden, "Reading layer %q needs one of the scopes %s, which your credentials do not grant.",
-			layer, strings.Join(r.Scopes, ", "))
+	if len(r.Scopes) > 0 && !slices.ContainsFunc(r.Scopes, auth.FromContext(ctx).Has) {
+		return apperr.Errorf(apperr.Forbidden, "%s layer %q needs one of the scopes %s, which your credentials do not grant.",
+			doing, layer, strings.Join(r.Scopes, ", "))
 	}
 	return nil
 }

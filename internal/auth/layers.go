@@ -52,7 +52,13 @@ func (id Identity) MayRead(layer string) bool {
 // up: a caller limited to some layers then gets the same answer for a
 // layer it may not read whether that layer exists or not, and cannot probe
 // for the names of the others.
-func CheckLayer(ctx context.Context, layer string) error {
+func CheckLayer(ctx context.Context, layer string) error { return checkLayer(ctx, layer, "read") }
+
+// CheckLayerWrite is CheckLayer for a request that changes layer: the
+// same layers are allowed, and a refusal says "write".
+func CheckLayerWrite(ctx context.Context, layer string) error { return checkLayer(ctx, layer, "write") }
+
+func checkLayer(ctx context.Context, layer, verb string) error {
 	id := FromContext(ctx)
 	if id.MayRead(layer) {
 		return nil
@@ -70,7 +76,7 @@ func CheckLayer(ctx context.Context, layer string) error {
 	if layer != "" && len(layer) <= MaxLayerPattern && layerChars(layer, false) {
 		what = fmt.Sprintf("layer %q", layer)
 	}
-	return apperr.Wrap(apperr.Forbidden, fmt.Sprintf("%s may not read %s.", who, what), ErrLayerForbidden)
+	return apperr.Wrap(apperr.Forbidden, fmt.Sprintf("%s may not %s %s.", who, verb, what), ErrLayerForbidden)
 }
 
 // ValidateLayers returns nil when layers may be a key's or a token's: nil

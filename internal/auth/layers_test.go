@@ -43,25 +43,33 @@ func TestCheckLayer(t *testing.T) {
 		name  string
 		id    *Identity // nil: no identity in the context
 		layer string
+		write bool
 		want  string // "" for nil
 	}{
-		{"OK/Key", &key, "places", ""},
-		{"OK/Pattern", &key, "transit__stops", ""},
-		{"OK/Unlimited", &Identity{Kind: KindKey, ID: "all"}, "roads", ""},
-		{"OK/Anonymous", &Identity{Kind: KindIP, ID: "203.0.113.9", Anonymous: true}, "roads", ""},
-		{"OK/NoIdentity", nil, "roads", ""},
-		{"Forbidden/Key", &key, "roads", `This API key may not read layer "roads".`},
-		{"Forbidden/Token", &tok, "roads", `This bearer token may not read layer "roads".`},
-		{"Forbidden/OddName", &key, "a\"b\x00c", `This API key may not read that layer.`},
-		{"Forbidden/LongName", &key, strings.Repeat("r", MaxLayerPattern+1), `This API key may not read that layer.`},
-		{"Forbidden/Empty", &key, "", `This API key may not read that layer.`},
+		{"OK/Key", &key, "places", false, ""},
+		{"OK/KeyWrite", &key, "places", true, ""},
+		{"OK/Pattern", &key, "transit__stops", false, ""},
+		{"OK/Unlimited", &Identity{Kind: KindKey, ID: "all"}, "roads", false, ""},
+		{"OK/Anonymous", &Identity{Kind: KindIP, ID: "203.0.113.9", Anonymous: true}, "roads", false, ""},
+		{"OK/NoIdentity", nil, "roads", false, ""},
+		{"Forbidden/Key", &key, "roads", false, `This API key may not read layer "roads".`},
+		{"Forbidden/KeyWrite", &key, "roads", true, `This API key may not write layer "roads".`},
+		{"Forbidden/Token", &tok, "roads", false, `This bearer token may not read layer "roads".`},
+		{"Forbidden/TokenWrite", &tok, "roads", true, `This bearer token may not write layer "roads".`},
+		{"Forbidden/OddName", &key, "a\"b\x00c", false, `This API key may not read that layer.`},
+		{"Forbidden/LongName", &key, strings.Repeat("r", MaxLayerPattern+1), false, `This API key may not read that layer.`},
+		{"Forbidden/Empty", &key, "", false, `This API key may not read that layer.`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			if tc.id != nil {
 				ctx = WithIdentity(ctx, *tc.id)
 			}
-			err := CheckLayer(ctx, tc.layer)
+			check := CheckLayer
+			if tc.write {
+				check = CheckLayerWrite
+			}
+			err := check(ctx, tc.layer)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("CheckLayer(%q) = %v, want nil", tc.layer, err)

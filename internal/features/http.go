@@ -209,14 +209,8 @@ func (s *Service) Items(c *gin.Context) {
 	b.Write(lj)
 	b.WriteByte('}')
 	setContentCRS(c, p.CRS)
-	pass.Spent(gate.Usage{Cost: spent(len(p.Features), b.Len())})
+	pass.Spent(gate.Usage{Cost: gate.PageCost(len(p.Features), b.Len())})
 	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
-}
-
-// spent is what a page really cost: one unit per 100 features returned
-// and one more per MiB written, at least 1.
-func spent(features, bytes int) int {
-	return max(1, (features+99)/100+bytes>>20)
 }
 
 // withQuery is href with v's parameters, cursor replaced.
@@ -294,11 +288,11 @@ func (s *Service) Item(c *gin.Context) {
 
 // pageCost is what an items request reserves of its caller's features
 // budget: one unit per 100 features it may return (its limit); once
-// answered it is charged for what it returned (spent).
+// answered it is charged for what it returned (gate.PageCost).
 func (s *Service) pageCost(v url.Values) int {
 	n, err := parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
 	if err != nil {
 		return 1 // the handler refuses it
 	}
-	return (n + 99) / 100
+	return gate.PageEstimate(n)
 }

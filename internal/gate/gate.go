@@ -36,8 +36,9 @@ type Ask struct {
 	// Policy, when set, is spent instead of the route's.
 	Policy string
 	// Cached says what is asked is served from a cache or from memory:
-	// the layers' own policies, which are for work on the database, do
-	// not apply.
+	// the route's cached policy (Spend.Cached) applies, if it has one,
+	// and the layers' own policies, which are for work on the database,
+	// do not.
 	Cached bool
 	// Cost is the estimated cost per layer in the policy's units, before
 	// each layer's multiplier; 0 is 1.
@@ -65,6 +66,18 @@ type Usage struct {
 	Cost int
 }
 
+// PageCost is what a page of features really cost, in request units: one
+// per 100 features returned and one more per MiB written, at least 1. Every
+// route that pages features is charged by it, so that a page costs what
+// it made the service read and send, not what it asked for.
+func PageCost(features, bytes int) int {
+	return max(1, (features+99)/100+bytes>>20)
+}
+
+// PageEstimate is what a page of up to limit features reserves before it
+// runs: one unit per 100 it may return; PageCost settles it.
+func PageEstimate(limit int) int { return max(1, (limit+99)/100) }
+
 // pass is the gate's Pass.
 type pass struct {
 	g        *Gate
@@ -88,7 +101,8 @@ type Gate struct {
 	// charged its estimates.
 	DBTime func(ctx context.Context) time.Duration
 	// Bypassed, when set, is told of a gated route that answered without
-	// asking the gate (a programming error; tests fail on it).
+	// asking the gate, or whose handler named layers its Spend does not
+	// say it reads (programming errors; tests fail on them).
 	Bypassed func(route string)
 }
 
@@ -122,8 +136,12 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 		st.asked = true
 	}
 	ctx := c.Request.Context()
+	check := g.rules.Check
+	if a.Write {
+		check = g.rules.CheckWrite
+	}
 	for _, l := range a.Layers {
-		if err := g.rules.Check(ctx, l); err != nil {
+		if err := check(ctx, l); err != nil {
 			httpx.Abort(c, err)
 			return nil, false
 		}
@@ -133,7 +151,10 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 	if st != nil {
 		route = st.route
 		if policy == "" {
-			policy = st.policy
+			policy = st.spend.policy(a)
+		}
+		if len(a.Layers) > 0 && !a.Cached && !st.spend.Layers && policy != Free {
+			g.misdeclared(route)
 		}
 	}
 	if policy == Free || g.limiter == nil {
@@ -156,6 +177,16 @@ func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
 		p.charges = append(p.charges, ch)
 	}
 	return p, true
+}
+
+// misdeclared reports a route whose handler names layers, so that their
+// own policies apply, while its row says it reads none: /rate_limit
+// would not list the route under those policies.
+func (g *Gate) misdeclared(route string) {
+	g.log.Error("gate: a route named layers its row does not say it reads", "route", route)
+	if g.Bypassed != nil {
+		g.Bypassed(route)
+	}
 }
 
 // charge is what one policy is charged for a request.

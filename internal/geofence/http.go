@@ -153,14 +153,17 @@ func nextLink(u *url.URL, cursor string) string {
 }
 
 // List serves GET /geofences: a page of fences by id, optionally only
-// those meeting a bbox.
+// those meeting a bbox. It reserves a unit per 100 fences it may return
+// and is charged, once written, for what it returned and its bytes
+// (gate.PageCost), as the OGC API items pages are: a page of fences with
+// megabytes of properties costs more than one of small fences.
 func (h *Handler) List(c *gin.Context) {
 	q, err := parseList(httpx.Query(c), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, FenceLayer, false, 1)
+	pass, ok := h.enter(c, FenceLayer, false, gate.PageEstimate(q.Limit))
 	if !ok {
 		return
 	}
@@ -184,7 +187,9 @@ func (h *Handler) List(c *gin.Context) {
 	if more {
 		next = h.cursors.Encode(scope, Position{ID: fs[len(fs)-1].ID})
 	}
-	c.Data(http.StatusOK, geoJSON, collection(fs, false, nextLink(c.Request.URL, next)))
+	body := collection(fs, false, nextLink(c.Request.URL, next))
+	pass.Spent(gate.Usage{Cost: gate.PageCost(len(fs), len(body))})
+	c.Data(http.StatusOK, geoJSON, body)
 }
 
 // Get serves GET /geofences/{id}.

@@ -18,10 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cache keeps rendered tiles in Redis, gzip-compressed, under keys that
+// redisCache keeps rendered tiles in Redis, gzip-compressed, under keys that
 // carry the layer's data version: a write bumps the version and so retires
 // every tile rendered before it, which then ages out through the TTL.
-type Cache struct {
+type redisCache struct {
 	rdb      redis.UniversalClient
 	versions *Versions
 	prefix   string
@@ -47,14 +47,14 @@ type entry struct {
 	Gzip []byte
 }
 
-// newCache returns a Cache in rdb under keys starting with prefix, with
+// newRedisCache returns a redisCache in rdb under keys starting with prefix, with
 // up to memBytes of hot tiles also kept in process (0: none). Each Redis
 // call is bounded by timeout.
-func newCache(rdb redis.UniversalClient, versions *Versions, fresh *freshVersions, prefix string, ttl, timeout time.Duration, memBytes int64) *Cache {
-	return &Cache{rdb: rdb, versions: versions, fresh: fresh, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
+func newRedisCache(rdb redis.UniversalClient, versions *Versions, fresh *freshVersions, prefix string, ttl, timeout time.Duration, memBytes int64) *redisCache {
+	return &redisCache{rdb: rdb, versions: versions, fresh: fresh, prefix: prefix, ttl: ttl, timeout: timeout, mem: newMemCache(memBytes)}
 }
 
-func (c *Cache) key(layer string, version int64, t Tile, scopeHash string) string {
+func (c *redisCache) key(layer string, version int64, t Tile, scopeHash string) string {
 	k := c.prefix + "t:" + layer + ":" + strconv.FormatInt(version, 10) + ":" + t.String()
 	if scopeHash != "" {
 		k += ":s:" + scopeHash
@@ -62,20 +62,20 @@ func (c *Cache) key(layer string, version int64, t Tile, scopeHash string) strin
 	return k
 }
 
-func (c *Cache) available() bool { return time.Now().UnixNano() >= c.downUntil.Load() }
+func (c *redisCache) available() bool { return time.Now().UnixNano() >= c.downUntil.Load() }
 
-func (c *Cache) failed(err error) error {
+func (c *redisCache) failed(err error) error {
 	if !errors.Is(err, context.Canceled) {
 		c.downUntil.Store(time.Now().Add(cooldown).UnixNano())
 	}
 	return err
 }
 
-// Get returns the cached tile for l, t and scopeHash at the layer's current
+// get returns the cached tile for l, t and scopeHash at the layer's current
 // version, read from Redis together with the tile in one round trip. ok is
 // false on a miss; version is the version a render must reach to be
 // stored. err is a Redis failure: the caller renders without the cache.
-func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e entry, version int64, ok bool, err error) {
+func (c *redisCache) get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e entry, version int64, ok bool, err error) {
 	switch {
 	case l.versionKey == "":
 		return c.getUntracked(ctx, l, t, scopeHash)
@@ -147,9 +147,9 @@ func (c *Cache) Get(ctx context.Context, l *Layer, t Tile, scopeHash string) (e 
 	return c.decode(key, b, version)
 }
 
-// getFresh is Get for a layer whose writes geogate does not see: the tile
+// getFresh is get for a layer whose writes geogate does not see: the tile
 // is looked up at the version PostgreSQL holds now (see freshVersions).
-func (c *Cache) getFresh(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
+func (c *redisCache) getFresh(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
 	version, err := c.fresh.version(ctx, l.versionKey)
 	if err != nil {
 		return entry{}, c.versions.Local(l.versionKey), false, err
@@ -174,10 +174,10 @@ func (c *Cache) getFresh(ctx context.Context, l *Layer, t Tile, scopeHash string
 	return c.decode(key, b, version)
 }
 
-// getUntracked is Get for a layer whose writes nothing reports: its
+// getUntracked is get for a layer whose writes nothing reports: its
 // tiles are keyed by the period of the cache TTL they were rendered in
 // (see period), so none is served longer than the TTL after its render.
-func (c *Cache) getUntracked(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
+func (c *redisCache) getUntracked(ctx context.Context, l *Layer, t Tile, scopeHash string) (entry, int64, bool, error) {
 	version := c.period(l)
 	if !c.available() {
 		return entry{}, version, false, errors.New("tile cache: redis recently failed")
@@ -201,7 +201,7 @@ func (c *Cache) getUntracked(ctx context.Context, l *Layer, t Tile, scopeHash st
 // period numbers the TTL-long periods since the epoch, each layer's
 // shifted by an offset of its own so that layers do not all expire at
 // once.
-func (c *Cache) period(l *Layer) int64 {
+func (c *redisCache) period(l *Layer) int64 {
 	ttl := c.ttl.Nanoseconds()
 	if ttl <= 0 {
 		return 0
@@ -213,7 +213,7 @@ func (c *Cache) period(l *Layer) int64 {
 }
 
 // decode reads a tile fetched from Redis and keeps it in memory too.
-func (c *Cache) decode(key string, b []byte, version int64) (entry, int64, bool, error) {
+func (c *redisCache) decode(key string, b []byte, version int64) (entry, int64, bool, error) {
 	e, ok := decodeEntry(b)
 	if ok {
 		c.mem.put(key, e)
@@ -231,11 +231,11 @@ const lockPoll = 15 * time.Millisecond
 // claim arranges that one replica renders a missing tile while the others
 // wait for it. It returns done with the tile when another replica rendered
 // it meanwhile; otherwise the caller renders, and lock, when not empty, is
-// the lock the caller now holds: Set releases it with the tile, or unlock
+// the lock the caller now holds: set releases it with the tile, or unlock
 // without one. When Redis fails, or the claim expires, or the other
 // replica gives up, the caller renders too: the lock saves work, it is
 // never needed for correctness.
-func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64) (e entry, done bool, lock string) {
+func (c *redisCache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64) (e entry, done bool, lock string) {
 	if !c.available() {
 		return entry{}, false, ""
 	}
@@ -280,9 +280,9 @@ func (c *Cache) claim(ctx context.Context, l *Layer, t Tile, scopeHash string, v
 	return entry{}, false, ""
 }
 
-// unlock releases a render lock from claim that Set did not. While Redis
+// unlock releases a render lock from claim that set did not. While Redis
 // is failing it leaves the lock to expire.
-func (c *Cache) unlock(ctx context.Context, lock string) {
+func (c *redisCache) unlock(ctx context.Context, lock string) {
 	if !c.available() {
 		return
 	}
@@ -291,30 +291,32 @@ func (c *Cache) unlock(ctx context.Context, lock string) {
 	c.rdb.Del(ctx, lock)
 }
 
-// Set stores e for l, t and scopeHash at version and, in the same round
-// trip, raises the layer's shared version to at least version (a render
-// that saw a write before this replica heard of it tells the others) and
-// releases lock, the render lock from claim, unless it is empty. While
-// Redis is failing it does nothing and says so.
-func (c *Cache) Set(ctx context.Context, l *Layer, t Tile, scopeHash string, version int64, e entry, lock string) error {
+// set compresses the rendered tile res into res.e.Gzip and stores it for
+// l, t and scopeHash at res.version and, in the same round trip, raises
+// the layer's shared version to at least that (a render that saw a write
+// before this replica heard of it tells the others) and releases lock,
+// the render lock from claim, unless it is empty. While Redis is failing
+// it stores nothing and says so.
+func (c *redisCache) set(ctx context.Context, l *Layer, t Tile, scopeHash string, res *result, lock string) error {
+	res.e.Gzip = compress(res.raw)
 	if !c.available() {
 		return errors.New("tile cache: redis recently failed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	key := c.key(l.cacheName, version, t, scopeHash)
+	key := c.key(l.cacheName, res.version, t, scopeHash)
 	pipe := c.rdb.Pipeline()
 	if l.versionKey != "" {
-		versionMax.Eval(ctx, pipe, []string{c.versions.key(l.versionKey)}, version)
+		versionMax.Eval(ctx, pipe, []string{c.versions.key(l.versionKey)}, res.version)
 	}
-	pipe.Set(ctx, key, encodeEntry(e), c.ttl)
+	pipe.Set(ctx, key, encodeEntry(res.e), c.ttl)
 	if lock != "" {
 		pipe.Del(ctx, lock)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return c.failed(fmt.Errorf("tile cache set: %w", err))
 	}
-	c.mem.put(key, e)
+	c.mem.put(key, res.e)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestCompositeTiles(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	maxZoom := 6
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{}, func(s *Settings) {
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{}, func(s *Settings) {
 		s.Layers = map[string]LayerSettings{"geofences": {MaxZoom: &maxZoom}}
 	})
 	tl := tileOf(13.41, 52.52, 6)
@@ -45,7 +45,7 @@ func TestCompositeTiles(t *testing.T) {
 	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('Newtown', ST_SetSRID(ST_MakePoint(13.3, 52.45), 4326))"); err != nil {
 		t.Fatal(err)
 	}
-	if err := rp.h.Commit(context.Background()); err != nil {
+	if err := rp.svc.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, places, status := names(path, tl); status != "MISS" || places["Newtown"] == nil {
@@ -87,8 +87,8 @@ func TestUntrackedLayerLivesOneTTL(t *testing.T) {
 	if _, err := db.Exec(ctx, "CREATE VIEW public.german_places AS SELECT id, name, geom FROM public.places WHERE properties->>'country' = 'DE'"); err != nil {
 		t.Fatal(err)
 	}
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{}, func(s *Settings) { s.CacheTTL = 2 * time.Second })
-	l := layer(t, rp.h.r, "german_places")
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{}, func(s *Settings) { s.CacheTTL = 2 * time.Second })
+	l := layer(t, rp.svc.r, "german_places")
 	if l.versionKey != "" {
 		t.Fatalf("the view has version key %q, want none", l.versionKey)
 	}
@@ -101,7 +101,7 @@ func TestUntrackedLayerLivesOneTTL(t *testing.T) {
 		}
 		return featureNames(decode(t, w.Body.Bytes(), tl), "german_places"), w.Header().Get("X-Cache")
 	}
-	start := rp.h.cache.period(l)
+	start := rp.cache(t).period(l)
 	if _, status := get(); status != "MISS" {
 		t.Fatalf("first GET = %s, want MISS", status)
 	}
@@ -112,11 +112,11 @@ func TestUntrackedLayerLivesOneTTL(t *testing.T) {
 	// The second GET may straddle a period boundary; it then draws and
 	// caches a tile of its own, so the last GET must wait for a period
 	// later than the one the second GET ended in.
-	last := rp.h.cache.period(l)
+	last := rp.cache(t).period(l)
 	if last == start && (status != "HIT" || names["Berlin"] == nil) {
 		t.Errorf("GET in the same TTL period = %s %v, want the cached tile", status, names)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the next TTL period", func() bool { return rp.h.cache.period(l) > last })
+	testenv.WaitFor(t, 10*time.Second, "the next TTL period", func() bool { return rp.cache(t).period(l) > last })
 	if names, status := get(); status != "MISS" || names["Berlin-Mitte"] == nil {
 		t.Errorf("GET in the next period = %s %v, want a new tile with Berlin-Mitte", status, names)
 	}

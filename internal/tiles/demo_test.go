@@ -19,7 +19,7 @@ import (
 func TestTileJSONFieldsInDemoTiles(t *testing.T) {
 	t.Parallel()
 	db := demoDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 	tiles := []Tile{{0, 0, 0}, tileOf(13.41, 52.52, 4), tileOf(2.35, 48.85, 8), tileOf(13.41, 52.52, 12)}
 	for _, layer := range []string{"places", "geofences"} {
 		t.Run(layer, func(t *testing.T) {

@@ -41,7 +41,7 @@ func TestRenderThatCannotSucceedIsNot503(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Reset() // new connections, on the new search path
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 	w := rp.get(t, tilePath("geofences", tileOf(13.41, 52.52, 8)))
 	detail := detailOf(t, w.Body.Bytes())
 	if w.Code != http.StatusInternalServerError {
@@ -63,7 +63,7 @@ func TestRenderThatCannotSucceedIsNot503(t *testing.T) {
 func TestRenderPastItsTimeoutIs504(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{}, func(s *Settings) { s.RenderTimeout = 300 * time.Millisecond })
+	rp := newReplica(t, db, nil, "", replicaOptions{}, func(s *Settings) { s.RenderTimeout = 300 * time.Millisecond })
 	ctx := context.Background()
 	tx, err := db.Begin(ctx)
 	if err != nil {

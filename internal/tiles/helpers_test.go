@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/maptile"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geogate/geogate/internal/catalog"
@@ -22,6 +23,7 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/openapi/contract"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -49,10 +51,11 @@ func fixtureDB(t *testing.T) *pgxpool.Pool {
 	return db
 }
 
-// replica is one service instance: a handler, its router, and the router
-// checked against the OpenAPI document (every exchange of a test through
-// get or getFrom is; a violation fails the test).
+// replica is one service instance: a service, its handler, its router,
+// and the router checked against the OpenAPI document (every exchange of
+// a test through get or getFrom is; a violation fails the test).
 type replica struct {
+	svc     *Service
 	h       *Handler
 	r       *gin.Engine
 	checked http.Handler
@@ -61,16 +64,25 @@ type replica struct {
 	stop func()
 }
 
-// newReplica builds a handler on db and rdb (nil: cache off) under prefix
+// replicaOptions are what a test replica is built with besides its
+// settings: its handler's gate and scope (see Access) and the registerer
+// of its service's metrics.
+type replicaOptions struct {
+	Gate       Gate
+	Scope      func(context.Context) *spatial.Scope
+	Registerer prometheus.Registerer
+}
+
+// newReplica builds a service and its handler on db and rdb (nil: cache off) under prefix
 // (empty: the default), with the default settings changed by tweaks,
 // waits for its version listener, and stops it when the test ends.
-func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options, tweaks ...func(*Settings)) replica {
+func newReplica(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o replicaOptions, tweaks ...func(*Settings)) replica {
 	t.Helper()
 	return newReplicaBehind(t, db, rdb, prefix, o, httpx.TrustedProxies{}, tweaks...)
 }
 
 // newReplicaBehind is newReplica behind the proxies trusted.
-func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o Options, trusted httpx.TrustedProxies, tweaks ...func(*Settings)) replica {
+func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient, prefix string, o replicaOptions, trusted httpx.TrustedProxies, tweaks ...func(*Settings)) replica {
 	t.Helper()
 	s := DefaultSettings()
 	s.Cache = rdb != nil
@@ -84,12 +96,13 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	others := listenerPIDs(t, db)
-	h, err := New(ctx, s, Deps{DB: db, Redis: rdb, Layers: openCatalog(t, db)}, o)
+	svc, err := New(ctx, pg.Runner{Pool: db}, openCatalog(t, db), s, Options{Redis: rdb, Registerer: o.Registerer})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	h := NewHandler(svc, s, Access{Gate: o.Gate, Scope: o.Scope})
 	select {
-	case <-h.versions.Ready():
+	case <-svc.versions.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("version listener not ready after 10s")
 	}
@@ -133,7 +146,7 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	r.GET("/collections/:collectionId/tiles/:tileMatrixSetId/:tileMatrix/:tileRow/:tileCol", h.OGCTile)
 	r.GET("/styles", h.Styles)
 	r.GET("/styles/:styleId", h.Style)
-	return replica{h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: stop}
+	return replica{svc: svc, h: h, r: r, checked: contract.Wrap(t, r, openapi.Limits{}), stop: stop}
 }
 
 // openCatalog returns the catalog of db's public schema, read again only
@@ -152,7 +165,7 @@ func openCatalog(t *testing.T, db *pgxpool.Pool) *catalog.Catalog {
 // newRenderer returns a Renderer of db's public layers with settings s.
 func newRenderer(t *testing.T, db *pgxpool.Pool, s Settings) *Renderer {
 	t.Helper()
-	r, err := NewRenderer(db, openCatalog(t, db), s, quietLog())
+	r, err := NewRenderer(pg.Runner{Pool: db}, openCatalog(t, db), s, quietLog())
 	if err != nil {
 		t.Fatalf("NewRenderer: %v", err)
 	}
@@ -193,7 +206,7 @@ func listenerPIDs(t *testing.T, db *pgxpool.Pool) map[int32]bool {
 
 type testScopeKey struct{}
 
-// scopeByName is an Options.Scope that gives each request the scope its
+// scopeByName is an Access.Scope that gives each request the scope its
 // X-Test-Scope header names in scopes, or the whole world.
 func scopeByName(scopes map[string]*spatial.Scope) func(context.Context) *spatial.Scope {
 	return func(ctx context.Context) *spatial.Scope {
@@ -325,4 +338,15 @@ func (g hooks) Check(ctx context.Context, layer string) error {
 		return nil
 	}
 	return g.check(ctx, layer)
+}
+
+// cache is the replica's Redis cache; it fails the test when the replica
+// has none.
+func (rp replica) cache(t *testing.T) *redisCache {
+	t.Helper()
+	c, ok := rp.svc.cache.(*redisCache)
+	if !ok {
+		t.Fatalf("the replica keeps no tiles in Redis (%T)", rp.svc.cache)
+	}
+	return c
 }

@@ -2,73 +2,59 @@ package tiles
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // ContentType is the media type of a vector tile.
 const ContentType = "application/vnd.mapbox-vector-tile"
 
-// Handler serves tiles, TileJSON and the layer list.
+// Handler serves tiles, TileJSON, the layer list and the OGC API - Tiles
+// and Styles documents: it parses each request, asks the gate, holds it
+// to the caller's spatial scope and answers from the Service.
 type Handler struct {
-	r        *Renderer
-	versions *Versions
-	cache    *Cache // nil: every tile is rendered
-	s        Settings
-	o        Options
-	log      *slog.Logger
-	flights  flights
-	renders  atomic.Int64
-	metrics  *metrics
+	svc   *Service
+	s     Settings
+	gate  Gate
+	scope func(context.Context) *spatial.Scope
 }
 
-var (
-	errNoTile    = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
-	errOutside   = apperr.New(apperr.Forbidden, "This tile lies outside your spatial scope.")
-	errRenderBad = apperr.New(apperr.Failed, "The tile could not be rendered: the layer's data or tile settings cannot be drawn at this address, and a retry will fail the same way. The service log says why.")
-	errDBDown    = apperr.New(apperr.Unavailable, "The database is unavailable; try again shortly.")
-	errTwice     = apperr.New(apperr.NotFound, "A composite tile names each layer once.")
-	errTooMany   = apperr.New(apperr.NotFound, fmt.Sprintf("A composite tile combines at most %d layers.", maxComposite))
-)
-
-// errNoLayer answers a layer id that is not published.
-func errNoLayer(id string) error {
-	return apperr.New(apperr.NotFound, fmt.Sprintf("Unknown tile layer %q: GET /tiles lists the layers.", id))
+// Access is what the Handler asks of the caller of each request: the
+// gate that checks and charges it (nil: gate.Open()), and the part of the
+// world it may see (nil: all of it).
+type Access struct {
+	Gate  Gate
+	Scope func(context.Context) *spatial.Scope
 }
 
-// maxComposite bounds the layers of one composite tile.
-const maxComposite = 16
-
-// result is a rendered tile ready to serve.
-type result struct {
-	raw     []byte
-	e       entry
-	version int64
+// Gate is what the Handler asks of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Check(ctx context.Context, layer string) error
 }
 
-// part is one layer's share of an answer.
-type part struct {
-	l       *Layer
-	res     result
-	version int64 // the version a render must reach
-	hit     bool
+// NewHandler returns the HTTP handlers of svc under the public URL and
+// Cache-Control of s.
+func NewHandler(svc *Service, s Settings, a Access) *Handler {
+	if a.Scope == nil {
+		a.Scope = func(context.Context) *spatial.Scope { return nil }
+	}
+	if a.Gate == nil {
+		a.Gate = gate.Open()
+	}
+	return &Handler{svc: svc, s: s, gate: a.Gate, scope: a.Scope}
 }
+
+var errNoTile = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
 
 // layers resolves the layer path parameter: one layer id, or several
 // joined by commas (a composite tile). The caller must be allowed each
@@ -80,32 +66,18 @@ func (h *Handler) layers(c *gin.Context, param string) ([]*Layer, error) {
 		return nil, errTooMany
 	}
 	for _, id := range ids {
-		if err := h.o.Gate.Check(c.Request.Context(), id); err != nil {
+		if err := h.gate.Check(c.Request.Context(), id); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]*Layer, 0, len(ids))
-	for i, id := range ids {
-		if slices.Contains(ids[:i], id) {
-			return nil, errTwice
-		}
-		l, err := h.r.Layer(id)
-		if errors.Is(err, errUnknown) {
-			return nil, errNoLayer(id)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return h.svc.Layers(ids)
 }
 
 // enter asks the gate for a document about layers (none: about the
 // service), which costs what a cached tile does; ok false means it has
 // answered.
 func (h *Handler) enter(c *gin.Context, layers ...string) (done func(), ok bool) {
-	p, ok := h.o.Gate.Admit(c, gate.Ask{Layers: layers, Cached: true})
+	p, ok := h.gate.Admit(c, gate.Ask{Layers: layers, Cached: true})
 	if !ok {
 		return nil, false
 	}
@@ -113,16 +85,12 @@ func (h *Handler) enter(c *gin.Context, layers ...string) (done func(), ok bool)
 }
 
 // admit asks the gate for the layers named, if any: cached tiles spend
-// the cached policy, renders the route's.
+// the route's cached policy, renders the route's own (or a layer's).
 func (h *Handler) admit(c *gin.Context, layers []string, cached bool, size string) (done func(), ok bool) {
 	if len(layers) == 0 {
 		return func() {}, true
 	}
-	a := gate.Ask{Layers: layers, Size: size}
-	if cached {
-		a.Policy, a.Cached = h.o.CachedPolicy, true
-	}
-	p, ok := h.o.Gate.Admit(c, a)
+	p, ok := h.gate.Admit(c, gate.Ask{Layers: layers, Cached: cached, Size: size})
 	if !ok {
 		return nil, false
 	}
@@ -132,9 +100,8 @@ func (h *Handler) admit(c *gin.Context, layers []string, cached bool, size strin
 // Tile serves GET /tiles/{layer}/{z}/{x}/{y}.mvt (or .pbf), and the
 // composite /tiles/{a},{b}/...: each layer's tile from the cache when it
 // holds it at the layer's current version, else rendered (once, however
-// many ask at the same time) and cached. A composite tile is its layers'
-// tiles one after the other, which MVT allows (a tile is a list of
-// layers); layers outside their zoom range leave theirs out.
+// many ask at the same time) and cached. Layers of a composite tile
+// outside their zoom range leave theirs out.
 func (h *Handler) Tile(c *gin.Context) {
 	ls, err := h.layers(c, c.Param("layer"))
 	if err != nil {
@@ -155,241 +122,56 @@ func (h *Handler) Tile(c *gin.Context) {
 }
 
 // serve answers with tile t of layers ls (each within its zoom range),
-// whichever route named it: the caller's spatial scope applied, each
-// layer's tile from the cache or rendered, the hooks charging the caller
-// for hits and misses.
+// whichever route named it: looked up in the cache, the gate asked for
+// the layers found there (the cached policy) and for those to render
+// (the route's), then rendered and written.
 func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
-	var scopeWKB []byte
-	var scopeHash string
-	cacheControl := h.s.CacheControl
-	if h.o.Scope != nil {
-		if s := h.o.Scope(c.Request.Context()); s != nil {
-			// What this caller may see is not what everyone may: shared
-			// HTTP caches must not keep it.
-			cacheControl = private(cacheControl)
-			minLng, minLat, maxLng, maxLat := t.Bounds(float64(h.r.buffer) / float64(h.r.extent))
-			switch {
-			case !s.IntersectsBBox(minLng, minLat, maxLng, maxLat):
-				for _, l := range ls {
-					h.metrics.answer(l.ID, "outside")
-				}
-				httpx.Abort(c, errOutside)
-				return
-			case !s.ContainsBBox(minLng, minLat, maxLng, maxLat):
-				scopeWKB, scopeHash = s.WKB(), s.Hash()
-			}
-		}
-	}
 	ctx := c.Request.Context()
-	parts := make([]part, len(ls))
-	var hits, misses []string
-	for i, l := range ls {
-		res, version, hit := h.lookup(ctx, l, t, scopeHash)
-		parts[i] = part{l: l, res: res, version: version, hit: hit}
-		if hit {
-			hits = append(hits, l.ID)
-		} else {
-			misses = append(misses, l.ID)
-		}
-	}
-	release, ok := h.admit(c, hits, true, "")
-	if !ok {
-		return
-	}
-	defer release()
-	release, ok = h.admit(c, misses, false, "z"+strconv.Itoa(t.Z))
-	if !ok {
-		return
-	}
-	defer release()
-	if err := h.renderParts(ctx, parts, t, scopeWKB, scopeHash); err != nil {
-		httpx.Abort(c, h.renderFailed(ctx, err))
-		return
-	}
-	status := "HIT"
-	if len(misses) > 0 {
-		status = "MISS"
-	}
-	if len(parts) == 1 {
-		h.write(c, status, cacheControl, parts[0].res.e, parts[0].res.raw)
-		return
-	}
-	raw, err := concat(parts)
+	scope := h.scope(ctx)
+	found, err := h.svc.Find(ctx, ls, t, scope)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	h.write(c, status, cacheControl, entry{ETag: etag(raw)}, raw)
-}
-
-// renderFailed is the answer to a render that failed with err. As for
-// every query of the service (see pg.Runner), the error decides, not the
-// clock: a cancellation while the caller still waits is the render
-// timeout, a 504 like every deadline; a database out of reach is a 503
-// worth retrying; any other error is the layer's data or settings failing
-// the statement, which no retry mends, so it is a 500 that does not say
-// "try again".
-func (h *Handler) renderFailed(ctx context.Context, err error) error {
-	switch {
-	case apperr.KindOf(err) != apperr.Internal:
-		return err
-	case pg.IsCancellation(err) && ctx.Err() != nil:
-		return err // the client went away
-	case pg.IsCancellation(err):
-		return apperr.Wrap(apperr.Timeout, fmt.Sprintf("The tile took longer than %s to render and was cancelled.", h.s.RenderTimeout), err)
-	case pg.IsConnectErr(err):
-		return apperr.Wrap(apperr.Unavailable, apperr.MessageOf(errDBDown), err)
+	release, ok := h.admit(c, found.Hits(), true, "")
+	if !ok {
+		return
 	}
-	return apperr.Wrap(apperr.Failed, apperr.MessageOf(errRenderBad), err)
-}
-
-// renderParts renders the parts the cache did not hold, at the same time,
-// and counts every part's answer.
-func (h *Handler) renderParts(ctx context.Context, parts []part, t Tile, scopeWKB []byte, scopeHash string) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(parts))
-	first := -1
-	for i := range parts {
-		p := &parts[i]
-		if p.hit {
-			h.metrics.answer(p.l.ID, "hit")
-			continue
-		}
-		if first < 0 {
-			first = i // rendered on this goroutine, below
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.res, errs[i] = h.render(ctx, p.l, t, scopeWKB, scopeHash, p.version)
-		}()
+	defer release()
+	release, ok = h.admit(c, found.Misses(), false, "z"+strconv.Itoa(t.Z))
+	if !ok {
+		return
 	}
-	if first >= 0 {
-		p := &parts[first]
-		p.res, errs[first] = h.render(ctx, p.l, t, scopeWKB, scopeHash, p.version)
-	}
-	wg.Wait()
-	for i, err := range errs {
-		switch {
-		case parts[i].hit:
-		case err != nil:
-			h.metrics.answer(parts[i].l.ID, "error")
-		default:
-			h.metrics.answer(parts[i].l.ID, "miss")
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// concat is the composite tile of parts: their MVT bytes in order.
-func concat(parts []part) ([]byte, error) {
-	var out []byte
-	for _, p := range parts {
-		raw := p.res.raw
-		if raw == nil {
-			var err error
-			if raw, err = decompress(p.res.e.Gzip); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, raw...)
-	}
-	return out, nil
-}
-
-// lookup returns the cached tile, if any, and the version a render must
-// reach. Redis failures count as misses.
-func (h *Handler) lookup(ctx context.Context, l *Layer, t Tile, scopeHash string) (result, int64, bool) {
-	if h.cache == nil {
-		return result{}, h.versions.Local(l.versionKey), false
-	}
-	e, version, ok, err := h.cache.Get(ctx, l, t, scopeHash)
+	defer release()
+	a, err := h.svc.Render(ctx, found)
 	if err != nil {
-		h.log.Debug("tile cache unavailable", "err", err.Error())
+		httpx.Abort(c, err)
+		return
 	}
-	return result{e: e, version: version}, version, ok
-}
-
-// render renders t once however many requests want it at the same
-// version at the same time on this replica (and, through a short Redis
-// lock, across replicas), and caches the result. The render runs under
-// the first caller's context; should that caller leave, the others retry
-// with their own.
-func (h *Handler) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
-	key := l.cacheName + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
-	for attempt := 1; ; attempt++ {
-		res, err := h.flights.do(ctx, key, func() (result, error) {
-			return h.renderOnce(ctx, l, t, scopeWKB, scopeHash, version)
-		})
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) && attempt < 3 {
-			continue // the leader left; render for ourselves
-		}
-		return res, err
+	cacheControl := h.s.CacheControl
+	if scope != nil {
+		// What this caller may see is not what everyone may: shared
+		// HTTP caches must not keep it.
+		cacheControl = private(cacheControl)
 	}
-}
-
-// renderOnce renders t, unless another replica is rendering it at the same
-// version, in which case it waits for that replica's result.
-func (h *Handler) renderOnce(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
-	var lock string // held when not empty; Set releases it with the tile
-	if h.cache != nil {
-		e, done, held := h.cache.claim(ctx, l, t, scopeHash, version)
-		if done {
-			return result{e: e, version: version}, nil
-		}
-		lock = held
-	}
-	defer func() {
-		if lock != "" {
-			h.cache.unlock(ctx, lock)
-		}
-	}()
-	h.renders.Add(1)
-	rctx, cancel := context.WithTimeout(ctx, h.s.RenderTimeout)
-	defer cancel()
-	start := time.Now()
-	out, err := h.r.Render(rctx, l, t, scopeWKB)
-	if err == nil && l.versionKey != "" && out.Version < version {
-		// Drawn on a replica that has not replayed the change behind
-		// version: draw it again where it has, so that no tile older than
-		// the version it is served and cached under ever leaves here.
-		h.metrics.staleRender()
-		out, err = h.r.Render(pg.WithMinLSN(rctx, math.MaxUint64), l, t, scopeWKB)
-	}
-	if err != nil {
-		return result{}, err
-	}
-	h.metrics.rendered(l.ID, t.Z, time.Since(start))
-	if l.versionKey == "" {
-		out.Version = version // the cache period it was rendered in
-	} else {
-		h.versions.raise(l.versionKey, out.Version)
-	}
-	res := result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}
-	if h.cache == nil {
-		return res, nil
-	}
-	res.e.Gzip = compress(out.MVT)
-	if err := h.cache.Set(context.WithoutCancel(ctx), l, t, scopeHash, out.Version, res.e, lock); err != nil {
-		h.log.Debug("tile not cached", "err", err.Error())
-	} else {
-		lock = ""
-	}
-	return res, nil
+	h.write(c, a, cacheControl)
 }
 
 // write answers with the tile: 304 when the client has it, 204 when it is
-// empty, gzip bytes to clients that accept them. raw, when known, saves
-// decompressing for clients that do not. The gzip bytes are a
+// empty, gzip bytes to clients that accept them. The MVT bytes, when
+// known, save decompressing for clients that do not. The gzip bytes are a
 // representation of their own with an ETag of their own (gzipETag), as
 // strong validators must differ between content codings.
-func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, raw []byte) {
-	empty := len(e.Gzip) == 0 && len(raw) == 0
+func (h *Handler) write(c *gin.Context, a Answer, cacheControl string) {
+	empty := len(a.Gzip) == 0 && len(a.MVT) == 0
 	gz := !empty && acceptsGzip(c.GetHeader("Accept-Encoding"))
-	tag := e.ETag
+	tag := a.ETag
 	if gz {
-		tag = gzipETag(e.ETag)
+		tag = gzipETag(a.ETag)
+	}
+	status := "MISS"
+	if a.Hit {
+		status = "HIT"
 	}
 	hd := c.Writer.Header()
 	hd.Set("X-Cache", status)
@@ -401,7 +183,7 @@ func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, ra
 	// Both tags name the same tile at the same data version: a client
 	// holding either form, or behind a proxy that compressed or
 	// decompressed the answer on the way, has the current tile.
-	if etagMatch(c.GetHeader("If-None-Match"), e.ETag) {
+	if etagMatch(c.GetHeader("If-None-Match"), a.ETag) {
 		c.Status(http.StatusNotModified)
 		return
 	}
@@ -410,21 +192,21 @@ func (h *Handler) write(c *gin.Context, status, cacheControl string, e entry, ra
 		return
 	}
 	if gz {
-		if e.Gzip == nil {
-			e.Gzip = compress(raw)
+		if a.Gzip == nil {
+			a.Gzip = compress(a.MVT)
 		}
 		hd.Set("Content-Encoding", "gzip")
-		c.Data(http.StatusOK, ContentType, e.Gzip)
+		c.Data(http.StatusOK, ContentType, a.Gzip)
 		return
 	}
-	if raw == nil {
+	if a.MVT == nil {
 		var err error
-		if raw, err = decompress(e.Gzip); err != nil {
+		if a.MVT, err = decompress(a.Gzip); err != nil {
 			httpx.Abort(c, err)
 			return
 		}
 	}
-	c.Data(http.StatusOK, ContentType, raw)
+	c.Data(http.StatusOK, ContentType, a.MVT)
 }
 
 // gzipETag is the ETag of the gzip representation of the tile whose

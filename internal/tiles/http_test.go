@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/rdb"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -20,7 +21,7 @@ import (
 func TestTileFeatures(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{})
 	tests := []struct {
 		name, layer string
 		z           int
@@ -71,7 +72,7 @@ func TestTileFeatures(t *testing.T) {
 func TestTileAddressing(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 	tests := []struct {
 		name, path string
 		want       int
@@ -108,7 +109,7 @@ func TestTileJSON(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	trusted, _ := httpx.ParseTrustedProxies([]string{"10.0.0.1"})
-	rp := newReplicaBehind(t, db, nil, "", Options{}, trusted)
+	rp := newReplicaBehind(t, db, nil, "", replicaOptions{}, trusted)
 	tests := []struct {
 		name, remote string
 		headers      []string
@@ -153,7 +154,7 @@ func TestTileJSON(t *testing.T) {
 func TestCacheHitGzipETag(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{})
 	tl := tileOf(13.41, 52.52, 8)
 	path := tilePath("places", tl)
 
@@ -219,7 +220,7 @@ func TestCacheHitGzipETag(t *testing.T) {
 			t.Errorf("empty tile GET #%d = %d %s, want 204 %s", i, w.Code, w.Header().Get("X-Cache"), want)
 		}
 	}
-	if n := rp.h.renders.Load(); n != 2 {
+	if n := rp.svc.renders.Load(); n != 2 {
 		t.Errorf("renders = %d, want 2 (one per distinct tile)", n)
 	}
 }
@@ -230,7 +231,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	var misses, hits, released, hitsReleased, refusedReleased int
 	deny := false
 	reg := prometheus.NewRegistry()
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{
 		Registerer: reg,
 		Gate: hooks{miss: func(c *gin.Context, _ []string) (func(), bool) {
 			misses++
@@ -266,7 +267,7 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	if w := rp.get(t, tilePath("places", tileOf(2.35, 48.85, 8))); w.Code != 429 {
 		t.Errorf("miss with an exhausted render budget = %d, want 429", w.Code)
 	}
-	if n := rp.h.renders.Load(); n != 1 {
+	if n := rp.svc.renders.Load(); n != 1 {
 		t.Errorf("renders = %d, want 1: a refused miss must not render", n)
 	}
 	if refusedReleased != 0 {
@@ -301,7 +302,7 @@ func TestRedisDownRendersUncached(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	dead := redisClient(t, "redis://127.0.0.1:1/0")
-	rp := newReplica(t, db, dead, testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, dead, testenv.Prefix(t)+":", replicaOptions{})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for i := range 3 {
 		w := rp.get(t, path, "Accept-Encoding", "gzip")
@@ -326,7 +327,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rc.Close() })
-	rp := newReplica(t, db, rc, testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, rc, testenv.Prefix(t)+":", replicaOptions{})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))
 	for _, want := range []string{"MISS", "HIT"} {
 		if w := rp.get(t, path); w.Header().Get("X-Cache") != want {
@@ -339,7 +340,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 	defer proc.Resume() //nolint:errcheck
 	// Until the version window has passed, the copy in memory needs no
 	// Redis read: wait until it no longer vouches.
-	v := rp.h.versions
+	v := rp.svc.versions
 	testenv.WaitFor(t, 10*time.Second, "the last version read to stop vouching for the memory copy", func() bool {
 		return !v.current("public.places", v.Local("public.places"))
 	})
@@ -354,7 +355,7 @@ func TestRedisHungRendersUncached(t *testing.T) {
 		if took > 3*time.Second {
 			t.Errorf("%s: GET took %v, want well under the time Redis stays paused", name, took)
 		}
-		if i == 0 && rp.h.cache.available() {
+		if i == 0 && rp.cache(t).available() {
 			t.Errorf("after a Redis timeout the cache still counts as available; want it skipped for %v", cooldown)
 		}
 	}
@@ -386,7 +387,7 @@ func TestLayerSettingsCheckedAtStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultSettings()
 			cfg.Layers = map[string]LayerSettings{tt.layer: tt.s}
-			_, err := NewRenderer(db, openCatalog(t, db), cfg, quietLog())
+			_, err := NewRenderer(pg.Runner{Pool: db}, openCatalog(t, db), cfg, quietLog())
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("NewRenderer(%s) = %v, want no error", tt.layer, err)

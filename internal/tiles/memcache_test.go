@@ -72,14 +72,14 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
-	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, rdb, testenv.Prefix(t)+":", replicaOptions{})
 	ctx := context.Background()
 	path := tilePath("geofences", tileOf(13.41, 52.52, 6))
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
 		t.Fatalf("first GET = %d %s, want 200 MISS", w.Code, w.Header().Get("X-Cache"))
 	}
 	// Drop the Redis copy: only the process still has the tile.
-	c := rp.h.cache
+	c := rp.cache(t)
 	keys, err := rdb.Keys(ctx, c.prefix+"t:geofences~*").Result()
 	if err != nil || len(keys) != 1 || strings.HasSuffix(keys[0], ":lock") {
 		t.Fatalf("tile keys = %v, %v; want the one tile", keys, err)
@@ -92,7 +92,7 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	// write through the API waits the version window out before it
 	// answers; this one waits until the replica's last read of the
 	// version no longer vouches for its copy.
-	v := rp.h.versions
+	v := rp.svc.versions
 	local := v.Local("public.geofences")
 	if err := rdb.Set(ctx, v.key("public.geofences"), local+1, 0).Err(); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestMemoryCopyAnswersOnlyAtTheSharedVersion(t *testing.T) {
 	if w := rp.get(t, path); w.Code != 200 || w.Header().Get("X-Cache") != "MISS" {
 		t.Errorf("GET after a newer shared version = %d %s, want 200 MISS (rendered again)", w.Code, w.Header().Get("X-Cache"))
 	}
-	if got := rp.h.versions.Local("public.geofences"); got != local+1 {
+	if got := rp.svc.versions.Local("public.geofences"); got != local+1 {
 		t.Errorf("local version = %d, want it raised to %d", got, local+1)
 	}
 }
@@ -148,7 +148,7 @@ func countedReplica(t *testing.T, tweaks ...func(*Settings)) (rp replica, comman
 	rdb := testenv.Redis(t)
 	commands, trips = new(atomic.Int64), new(atomic.Int64)
 	rdb.AddHook(countingHook{commands, trips})
-	return newReplica(t, db, rdb, testenv.Prefix(t)+":", Options{}, tweaks...), commands, trips
+	return newReplica(t, db, rdb, testenv.Prefix(t)+":", replicaOptions{}, tweaks...), commands, trips
 }
 
 // countingHook counts the commands a client sends, pipelined ones each,
@@ -189,7 +189,7 @@ func TestMissCostsThreeRoundTrips(t *testing.T) {
 	if got := trips.Load(); got != 3 {
 		t.Errorf("a miss took %d Redis round trips, want 3", got)
 	}
-	locks, err := rp.h.cache.rdb.Keys(context.Background(), rp.h.cache.prefix+"t:*:lock").Result()
+	locks, err := rp.cache(t).rdb.Keys(context.Background(), rp.cache(t).prefix+"t:*:lock").Result()
 	if err != nil || len(locks) != 0 {
 		t.Errorf("render locks left = %v (%v), want none", locks, err)
 	}

@@ -314,10 +314,11 @@ func (h *Handler) TileSet(c *gin.Context) {
 		httpx.Abort(c, errNoTileMatrixSet(id))
 		return
 	}
-	c.JSON(http.StatusOK, h.tileSet(h.baseURL(c), l, h.bounds(c.Request.Context(), l)))
+	c.JSON(http.StatusOK, tileSet(h.baseURL(c), l, h.svc.Bounds(l, h.scope(c.Request.Context()))))
 }
 
-func (h *Handler) tileSet(base string, l *Layer, b [4]float64) TileSet {
+// tileSet is the tileset document of l, within bounds b.
+func tileSet(base string, l *Layer, b [4]float64) TileSet {
 	own := base + "/collections/" + l.ID + "/tiles/" + WebMercatorQuad
 	box := BoundingBox{LowerLeft: [2]float64{b[0], b[1]}, UpperRight: [2]float64{b[2], b[3]}, CRS: crsCRS84}
 	lo, hi, ok := zooms(l)

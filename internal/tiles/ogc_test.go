@@ -22,7 +22,7 @@ import (
 func TestOGCTilesShareTheCache(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{})
 	z8, z6 := tileOf(13.41, 52.52, 8), tileOf(13.41, 52.52, 6)
 	if z8.X == z8.Y {
 		t.Fatalf("tile %s: want x != y so that swapping them shows", z8)
@@ -71,7 +71,7 @@ func TestOGCTilesShareTheCache(t *testing.T) {
 	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('Newtown', ST_SetSRID(ST_MakePoint(13.5, 52.6), 4326))"); err != nil {
 		t.Fatal(err)
 	}
-	if err := rp.h.Commit(context.Background()); err != nil {
+	if err := rp.svc.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ogc = get(ogcPath("places", z8), z8)
@@ -92,7 +92,7 @@ func TestOGCTileAddressing(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	deep := 30
-	rp := newReplica(t, db, nil, "", Options{}, func(s *Settings) {
+	rp := newReplica(t, db, nil, "", replicaOptions{}, func(s *Settings) {
 		s.Layers = map[string]LayerSettings{"geofences": {MaxZoom: &deep}}
 	})
 	const wmq = "/collections/places/tiles/WebMercatorQuad"
@@ -139,7 +139,7 @@ func TestOGCTileAddressing(t *testing.T) {
 
 func TestTileMatrixSetDocuments(t *testing.T) {
 	t.Parallel()
-	rp := newReplica(t, fixtureDB(t), nil, "", Options{})
+	rp := newReplica(t, fixtureDB(t), nil, "", replicaOptions{})
 	w := rp.get(t, "/tileMatrixSets")
 	var list struct {
 		TileMatrixSets []struct {
@@ -194,7 +194,7 @@ func TestTileSetDocuments(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	lo, hi := 3, 12
-	rp := newReplica(t, db, nil, "", Options{}, func(s *Settings) {
+	rp := newReplica(t, db, nil, "", replicaOptions{}, func(s *Settings) {
 		s.Layers = map[string]LayerSettings{"places": {MinZoom: &lo, MaxZoom: &hi}}
 	})
 	w := rp.get(t, "/collections/places/tiles")
@@ -284,7 +284,7 @@ type accessKey struct{}
 func TestOGCRoutesRefuseLikeTiles(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{
 		Scope: scopeByName(map[string]*spatial.Scope{"germany": mustBBoxScope(t, 5, 47, 16, 55)}),
 		Gate: hooks{check: func(ctx context.Context, layer string) error {
 			if name, _ := ctx.Value(testScopeKey{}).(string); name == "nofences" && layer == "geofences" {
@@ -328,7 +328,7 @@ func TestStyleDocument(t *testing.T) {
 		  (2, 'a line', ST_SetSRID(ST_MakeLine(ST_MakePoint(13.1, 52.4), ST_MakePoint(13.7, 52.6)), 4326));`); err != nil {
 		t.Fatal(err)
 	}
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 
 	w := rp.get(t, "/styles")
 	var list struct {

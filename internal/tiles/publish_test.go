@@ -73,8 +73,8 @@ func TestPlainSQLRetiresTilesOfPublishedTables(t *testing.T) {
 	}
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t) + ":"
-	replicas := []replica{newReplica(t, db, rdb, prefix, Options{}), newReplica(t, db, rdb, prefix, Options{})}
-	if l := layer(t, replicas[0].h.r, "roads"); !l.fresh || l.versionKey != "public.roads" {
+	replicas := []replica{newReplica(t, db, rdb, prefix, replicaOptions{}), newReplica(t, db, rdb, prefix, replicaOptions{})}
+	if l := layer(t, replicas[0].svc.r, "roads"); !l.fresh || l.versionKey != "public.roads" {
 		t.Fatalf("roads: fresh %v, version key %q; want its versions read from PostgreSQL", l.fresh, l.versionKey)
 	}
 	app := appConn(t, db, url)

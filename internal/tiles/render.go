@@ -30,12 +30,11 @@ type Source interface {
 
 // Renderer renders tiles of the published layers with PostGIS.
 type Renderer struct {
-	db *pgxpool.Pool
-	// replicas, when set, take the renders a replica may serve; the
-	// Handler checks that what a replica drew is recent enough.
-	replicas *pg.Replicas
-	// queue, when set, is entered before a render takes a connection.
-	queue  pg.Queue
+	// run holds the pool, the replicas, when set, that take the renders
+	// a replica may serve (the Service checks that what a replica drew is
+	// recent enough), and the queue, when set, a render enters before it
+	// takes a connection.
+	run    pg.Runner
 	src    Source
 	s      Settings
 	extent int
@@ -51,9 +50,10 @@ type built struct {
 	err error
 }
 
-// NewRenderer returns a Renderer for the layers of src. The error names
-// the first layer whose settings do not fit its table.
-func NewRenderer(db *pgxpool.Pool, src Source, s Settings, log *slog.Logger) (*Renderer, error) {
+// NewRenderer returns a Renderer for the layers of src, drawing through
+// run (see New). The error names the first layer whose settings do not
+// fit its table.
+func NewRenderer(run pg.Runner, src Source, s Settings, log *slog.Logger) (*Renderer, error) {
 	if s.Extent <= 0 || s.Buffer < 0 {
 		return nil, fmt.Errorf("tiles: extent %d and buffer %d: want a positive extent and a buffer of 0 or more", s.Extent, s.Buffer)
 	}
@@ -63,7 +63,7 @@ func NewRenderer(db *pgxpool.Pool, src Source, s Settings, log *slog.Logger) (*R
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Renderer{db: db, src: src, s: s, extent: s.Extent, buffer: s.Buffer, log: log}
+	r := &Renderer{run: run, src: src, s: s, extent: s.Extent, buffer: s.Buffer, log: log}
 	src.OnChange(func([]*catalog.Layer) { r.built.Clear() })
 	for _, cl := range src.Layers() {
 		if b := r.build(cl); b.err != nil {
@@ -150,14 +150,14 @@ type Rendered struct {
 // The render enters the Renderer's queue first, if it has one, and the
 // time it held a connection is added to the Meter of ctx (see pg.Meter).
 func (r *Renderer) Render(ctx context.Context, l *Layer, t Tile, scope []byte) (Rendered, error) {
-	leave, err := pg.Enter(ctx, r.queue)
+	leave, err := pg.Enter(ctx, r.run.Queue)
 	if err != nil {
 		return Rendered{}, err
 	}
 	var held time.Duration
 	defer func() { leave(held) }()
 	var out Rendered
-	err = r.replicas.Read(ctx, r.db, func(pool *pgxpool.Pool) (err error) {
+	err = r.run.Replicas.Read(ctx, r.run.Pool, func(pool *pgxpool.Pool) (err error) {
 		var d time.Duration
 		out, d, err = r.renderOn(ctx, pool, l, t, scope)
 		held += d

@@ -26,7 +26,7 @@ func TestSpatialScopes(t *testing.T) {
 		"east2":   mustBBoxScope(t, 13.25, 52.0, 14.0, 53.0),
 		"touch":   mustBBoxScope(t, 12.5, 52.0, 13.0, 53.0), // shares berlin-box's west edge
 	}
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{
 		Scope: scopeByName(scopes),
 	})
 	berlin8 := tilePath("places", tileOf(13.41, 52.52, 8))
@@ -43,12 +43,12 @@ func TestSpatialScopes(t *testing.T) {
 		}
 	})
 	t.Run("OutsideRefusedWithoutRendering", func(t *testing.T) {
-		before := rp.h.renders.Load()
+		before := rp.svc.renders.Load()
 		w := rp.get(t, tilePath("places", tileOf(151.2, -33.87, 8)), "X-Test-Scope", "germany")
 		if w.Code != http.StatusForbidden {
 			t.Errorf("scoped GET of a tile outside = %d, want 403", w.Code)
 		}
-		if n := rp.h.renders.Load(); n != before {
+		if n := rp.svc.renders.Load(); n != before {
 			t.Errorf("renders went from %d to %d for a refused tile", before, n)
 		}
 	})

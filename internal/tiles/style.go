@@ -100,17 +100,18 @@ func (h *Handler) Style(c *gin.Context) {
 		return
 	}
 	var ls []*Layer
-	for _, l := range h.r.Layers() {
+	ctx := c.Request.Context()
+	for _, l := range h.svc.Published() {
 		if _, _, ok := zooms(l); !ok {
 			continue // no tile matrix of WebMercatorQuad has its tiles
 		}
-		if h.o.Gate.Check(c.Request.Context(), l.ID) != nil {
+		if h.gate.Check(ctx, l.ID) != nil {
 			continue
 		}
 		ls = append(ls, l)
 	}
-	ctx := c.Request.Context()
-	body, err := json.Marshal(defaultStyle(h.baseURL(c), ls, func(l *Layer) [4]float64 { return h.bounds(ctx, l) }))
+	scope := h.scope(ctx)
+	body, err := json.Marshal(defaultStyle(h.baseURL(c), ls, func(l *Layer) [4]float64 { return h.svc.Bounds(l, scope) }))
 	if err != nil {
 		httpx.Abort(c, err)
 		return

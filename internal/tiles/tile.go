@@ -1,6 +1,10 @@
 // Package tiles serves Mapbox Vector Tiles rendered by PostGIS, cached
 // gzip-compressed in Redis under keys that carry each layer's data
 // version, so that writes never leave stale tiles behind.
+//
+// Service finds and renders tiles and knows nothing of HTTP; Handler
+// answers the tile routes with it, asking the gate for the layers that
+// missed the cache and for those that hit it.
 package tiles
 
 import (

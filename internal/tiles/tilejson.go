@@ -1,7 +1,6 @@
 package tiles
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -52,8 +51,8 @@ func (h *Handler) List(c *gin.Context) {
 	defer done()
 	base := h.baseURL(c)
 	out := []LayerInfo{}
-	for _, l := range h.r.Layers() {
-		if h.o.Gate.Check(c.Request.Context(), l.ID) != nil {
+	for _, l := range h.svc.Published() {
+		if h.gate.Check(c.Request.Context(), l.ID) != nil {
 			continue
 		}
 		out = append(out, LayerInfo{
@@ -84,9 +83,16 @@ func (h *Handler) TileJSON(c *gin.Context) {
 		return
 	}
 	defer done()
+	scope := h.scope(c.Request.Context())
+	c.JSON(http.StatusOK, tileJSON(h.baseURL(c), name, ls, func(l *Layer) [4]float64 { return h.svc.Bounds(l, scope) }))
+}
+
+// tileJSON is the TileJSON document of layers ls, together called name,
+// each within the bounds boundsOf gives.
+func tileJSON(base, name string, ls []*Layer, boundsOf func(*Layer) [4]float64) TileJSON {
 	doc := TileJSON{
 		TileJSON: "3.0.0", Name: name, Scheme: "xyz",
-		Tiles:   []string{tilesURL(h.baseURL(c), name)},
+		Tiles:   []string{tilesURL(base, name)},
 		MinZoom: MaxZoom, MaxZoom: 0,
 		VectorLayers: make([]VectorLayer, 0, len(ls)),
 	}
@@ -99,23 +105,14 @@ func (h *Handler) TileJSON(c *gin.Context) {
 			ID: l.ID, Fields: fields, MinZoom: l.MinZoom, MaxZoom: l.MaxZoom, Geometry: l.Kind,
 		})
 		doc.MinZoom, doc.MaxZoom = min(doc.MinZoom, l.MinZoom), max(doc.MaxZoom, l.MaxZoom)
-		b := h.bounds(c.Request.Context(), l)
+		b := boundsOf(l)
 		if i == 0 {
 			doc.Bounds = b
 		} else {
 			doc.Bounds = [4]float64{min(doc.Bounds[0], b[0]), min(doc.Bounds[1], b[1]), max(doc.Bounds[2], b[2]), max(doc.Bounds[3], b[3])}
 		}
 	}
-	c.JSON(http.StatusOK, doc)
-}
-
-// bounds is bounds(l) within the spatial scope of the caller of ctx.
-func (h *Handler) bounds(ctx context.Context, l *Layer) [4]float64 {
-	b := bounds(l)
-	if h.o.Scope != nil {
-		b = h.o.Scope(ctx).Clip(b)
-	}
-	return b
+	return doc
 }
 
 // worldBounds is the Web Mercator world in longitude and latitude.

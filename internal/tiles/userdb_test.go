@@ -16,6 +16,7 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -30,7 +31,7 @@ func userRenderer(t *testing.T, s Settings) (*pgxpool.Pool, *catalog.Catalog, *R
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRenderer(db, cat, s, quietLog())
+	r, err := NewRenderer(pg.Runner{Pool: db}, cat, s, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestTilesOfEveryUserLayer(t *testing.T) {
 	for _, cl := range cat.Layers() {
 		s.Layers[cl.ID] = LayerSettings{ThinCells: &off} // every feature, to find them all
 	}
-	r, err := NewRenderer(db, cat, s, quietLog())
+	r, err := NewRenderer(pg.Runner{Pool: db}, cat, s, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,15 +71,15 @@ func TestWriteThenReadEveryReplica(t *testing.T) {
 	for i := range replicas {
 		// The default key prefix; the database id in every key keeps this
 		// test's keys apart from others'.
-		replicas[i] = newReplica(t, db, rdb, "", Options{}, withWindow(window))
+		replicas[i] = newReplica(t, db, rdb, "", replicaOptions{}, withWindow(window))
 		// Without NOTIFY, a reader learns of the write through Redis only.
 		replicas[i].stop()
 	}
 	// The write routes, as the geofence API wires them: a handler that
 	// commits the change and then calls Commit, on two different replicas.
 	writer := gin.New()
-	writer.PUT("/a/:west", moveBerlinBox(db, replicas[0].h.Commit))
-	writer.PUT("/b/:west", moveBerlinBox(db, replicas[1].h.Commit))
+	writer.PUT("/a/:west", moveBerlinBox(db, replicas[0].svc.Commit))
+	writer.PUT("/b/:west", moveBerlinBox(db, replicas[1].svc.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 15 {
@@ -117,11 +117,11 @@ func TestWriteOutwaitsMemoryCopies(t *testing.T) {
 	db := fixtureDB(t)
 	rdb := testenv.Redis(t)
 	const window = 300 * time.Millisecond
-	reader := newReplica(t, db, rdb, "", Options{}, withWindow(window))
-	writer := newReplica(t, db, rdb, "", Options{}, withWindow(window))
+	reader := newReplica(t, db, rdb, "", replicaOptions{}, withWindow(window))
+	writer := newReplica(t, db, rdb, "", replicaOptions{}, withWindow(window))
 	reader.stop()
 	routes := gin.New()
-	routes.PUT("/:west", moveBerlinBox(db, writer.h.Commit))
+	routes.PUT("/:west", moveBerlinBox(db, writer.svc.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	for round := range 3 {
@@ -159,11 +159,11 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 	releaseHeld := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseHeld) // should the test end early
 	slow.AddHook(slowVersionReads{hold: &hold, held: held, release: release})
-	reader := newReplica(t, db, slow, "", Options{}, withWindow(window))
-	writer := newReplica(t, db, testenv.Redis(t), "", Options{}, withWindow(window))
+	reader := newReplica(t, db, slow, "", replicaOptions{}, withWindow(window))
+	writer := newReplica(t, db, testenv.Redis(t), "", replicaOptions{}, withWindow(window))
 	reader.stop()
 	routes := gin.New()
-	routes.PUT("/:west", moveBerlinBox(db, writer.h.Commit))
+	routes.PUT("/:west", moveBerlinBox(db, writer.svc.Commit))
 	tl := tileOf(13.41, 52.52, 6)
 	path := tilePath("geofences", tl)
 	reader.get(t, path)
@@ -171,7 +171,7 @@ func TestVersionCheckCountsFromItsSending(t *testing.T) {
 		t.Fatalf("warm GET = %s, want HIT", w.Header().Get("X-Cache"))
 	}
 	// The warm read no longer vouches: the next GET reads the version.
-	v := reader.h.versions
+	v := reader.svc.versions
 	testenv.WaitFor(t, 10*time.Second, "the warm read to stop vouching for the memory copy", func() bool {
 		return !v.current("public.geofences", v.Local("public.geofences"))
 	})
@@ -275,7 +275,7 @@ func TestCurrentNeedsARecentCheckAtOrBelowTheVersion(t *testing.T) {
 func TestPlainSQLInvalidates(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", Options{})
+	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{})
 	tl := tileOf(13.41, 52.52, 10)
 	path := tilePath("places", tl)
 	for i, want := range []string{"MISS", "HIT"} {
@@ -308,8 +308,8 @@ func TestPlainSQLInvalidates(t *testing.T) {
 func TestListenerCatchesUp(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
-	v := rp.h.versions
+	rp := newReplica(t, db, nil, "", replicaOptions{})
+	v := rp.svc.versions
 	start := v.Local("public.places")
 	if _, err := db.Exec(context.Background(), "INSERT INTO places (name, geom) VALUES ('x', ST_SetSRID(ST_MakePoint(1, 1), 4326))"); err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestSingleflight(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
-	rp := newReplica(t, db, nil, "", Options{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}})
+	rp := newReplica(t, db, nil, "", replicaOptions{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}})
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const n = 20
@@ -359,9 +359,9 @@ func TestSingleflight(t *testing.T) {
 	// Wait until every request is accounted for: rendering or waiting for
 	// the flight of its tile.
 	waitFor(t, func() bool {
-		return arrived.Load() == n && rp.h.renders.Load()+int64(flightWaiters(&rp.h.flights)) == n && blockedRenders(t, db) >= 1
+		return arrived.Load() == n && rp.svc.renders.Load()+int64(flightWaiters(&rp.svc.flights)) == n && blockedRenders(t, db) >= 1
 	})
-	if got := rp.h.renders.Load(); got != 1 {
+	if got := rp.svc.renders.Load(); got != 1 {
 		t.Errorf("renders started for %d concurrent requests = %d, want 1", n, got)
 	}
 	unlock()
@@ -371,7 +371,7 @@ func TestSingleflight(t *testing.T) {
 			t.Errorf("request %d = %d, want 200", i, c)
 		}
 	}
-	if got := rp.h.renders.Load(); got != 1 {
+	if got := rp.svc.renders.Load(); got != 1 {
 		t.Errorf("renders = %d for %d concurrent requests, want 1", got, n)
 	}
 }
@@ -381,7 +381,7 @@ func TestSingleflight(t *testing.T) {
 func TestDisconnectCancelsRender(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 	ctx := context.Background()
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
@@ -430,7 +430,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	db := fixtureDB(t)
 	prefix := testenv.Prefix(t) + ":"
 	var arrived atomic.Int64
-	count := Options{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}}
+	count := replicaOptions{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}}
 	// Each replica has a Redis client of its own, as a service instance
 	// has, on which a lost claim on the render lock is counted.
 	var lost [2]atomic.Int64
@@ -457,9 +457,9 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	// its replica's flight, or (the other replica's leader) having lost
 	// the claim to the render lock, after which it only polls for the
 	// tile while the lock is held.
-	rendering := func() int64 { return replicas[0].h.renders.Load() + replicas[1].h.renders.Load() }
+	rendering := func() int64 { return replicas[0].svc.renders.Load() + replicas[1].svc.renders.Load() }
 	waitFor(t, func() bool {
-		waiting := int64(flightWaiters(&replicas[0].h.flights) + flightWaiters(&replicas[1].h.flights))
+		waiting := int64(flightWaiters(&replicas[0].svc.flights) + flightWaiters(&replicas[1].svc.flights))
 		return arrived.Load() == int64(len(codes)) && rendering()+waiting+lost[0].Load()+lost[1].Load() == int64(len(codes)) && blockedRenders(t, db) >= 1
 	})
 	if got := rendering(); got != 1 {
@@ -475,7 +475,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 			t.Errorf("request %d = %d, want 200", i, c)
 		}
 	}
-	if got := replicas[0].h.renders.Load() + replicas[1].h.renders.Load(); got != 1 {
+	if got := replicas[0].svc.renders.Load() + replicas[1].svc.renders.Load(); got != 1 {
 		t.Errorf("renders across replicas = %d, want 1", got)
 	}
 }
