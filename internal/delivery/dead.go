@@ -106,7 +106,7 @@ SELECT count(*) FROM r`)
 
 // one runs sql, which counts the dead letters it changed, on id.
 func (d *DeadLetters) one(ctx context.Context, id, sql string) error {
-	if !validUUID(id) {
+	if !events.ValidID(id) {
 		return errNoDeadLetter
 	}
 	var n int64
@@ -117,24 +117,4 @@ func (d *DeadLetters) one(ctx context.Context, id, sql string) error {
 		return errNoDeadLetter
 	}
 	return err
-}
-
-// validUUID says whether s is written as a UUID, so that a malformed id
-// is a 404 rather than a database error.
-func validUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
@@ -64,7 +65,7 @@ func parseDeadQuery(v url.Values) (DeadQuery, error) {
 	q := DeadQuery{Limit: DefaultDeadLimit}
 	errs := &apperr.ValidationError{}
 	if s := v.Get("subscription"); s != "" {
-		if !validUUID(s) {
+		if !events.ValidID(s) {
 			errs.Add("Must be a subscription's id, a UUID.", "uuid_parsing", "query", "subscription")
 		}
 		q.Subscription = s

@@ -72,6 +72,17 @@ func (h *Handler) owner(c *gin.Context) string {
 	return o
 }
 
+// own admits a request about the caller's own devices or subscriptions,
+// which reads no layer; ok false means it has answered.
+func (h *Handler) own(c *gin.Context) (string, gate.Pass, bool) {
+	owner := h.owner(c)
+	if owner == "" {
+		return "", nil, false
+	}
+	pass, ok := h.gate.Admit(c, gate.Ask{})
+	return owner, pass, ok
+}
+
 func (h *Handler) body(c *gin.Context) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, h.rules.MaxBodyBytes))
 	if err != nil {
@@ -148,11 +159,7 @@ func (h *Handler) CreateSubscription(c *gin.Context) {
 
 // Subscriptions serves GET /subscriptions.
 func (h *Handler) Subscriptions(c *gin.Context) {
-	owner := h.owner(c)
-	if owner == "" {
-		return
-	}
-	pass, ok := h.gate.Admit(c, gate.Ask{})
+	owner, pass, ok := h.own(c)
 	if !ok {
 		return
 	}
@@ -227,11 +234,7 @@ func (h *Handler) UpdateSubscription(c *gin.Context) {
 // right on the layer: a caller whose layers were narrowed can still stop
 // what it can no longer hear.
 func (h *Handler) DeleteSubscription(c *gin.Context) {
-	owner := h.owner(c)
-	if owner == "" {
-		return
-	}
-	pass, ok := h.gate.Admit(c, gate.Ask{})
+	owner, pass, ok := h.own(c)
 	if !ok {
 		return
 	}
@@ -314,11 +317,7 @@ func pageParams(after, limit string, max int) (int64, int, error) {
 
 // Devices serves GET /devices: the caller's devices where they were last.
 func (h *Handler) Devices(c *gin.Context) {
-	owner := h.owner(c)
-	if owner == "" {
-		return
-	}
-	pass, ok := h.gate.Admit(c, gate.Ask{})
+	owner, pass, ok := h.own(c)
 	if !ok {
 		return
 	}

@@ -110,7 +110,7 @@ func (s *Service) Subscriptions(ctx context.Context, owner string) ([]Subscripti
 // Subscription returns owner's subscription id; another owner's is not
 // found.
 func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscription, error) {
-	if !validID(id) {
+	if !ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	var out Subscription
@@ -126,7 +126,7 @@ func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscript
 // Stays already begun are kept: a device inside a fence that the new
 // filter leaves out exits at its next position.
 func (s *Service) UpdateSubscription(ctx context.Context, owner, id string, sub Subscription) (Subscription, error) {
-	if !validID(id) {
+	if !ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	if err := s.check(ctx, sub); err != nil {
@@ -163,7 +163,7 @@ RETURNING `+subscriptionColumns, owner, id, sub.Layer, sub.Filter, sub.Devices, 
 // DeleteSubscription deletes owner's subscription id, its stays and its
 // events, delivered or not: its events stop.
 func (s *Service) DeleteSubscription(ctx context.Context, owner, id string) error {
-	if !validID(id) {
+	if !ValidID(id) {
 		return errNoSubscription
 	}
 	var n int64
@@ -182,7 +182,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, owner, id string) erro
 // The old one keeps signing, beside the new, for grace, so that a
 // receiver can switch without losing a delivery.
 func (s *Service) RotateSecret(ctx context.Context, owner, id string, grace time.Duration) (Subscription, error) {
-	if !validID(id) {
+	if !ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	secret := newSecret()
@@ -216,9 +216,10 @@ func kindStrings(ks []Kind) []string {
 	return out
 }
 
-// validID says whether id is written as a UUID, so that a malformed id
-// is a 404 rather than a database error.
-func validID(id string) bool {
+// ValidID says whether id is written as a UUID, as subscription and
+// event ids are, so that a malformed id is a 404 rather than a database
+// error.
+func ValidID(id string) bool {
 	if len(id) != 36 {
 		return false
 	}
