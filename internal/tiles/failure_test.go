@@ -91,7 +91,7 @@ func TestRenderPastItsTimeoutIs504(t *testing.T) {
 func TestRenderOnClosedPoolIs503(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
-	rp := newReplica(t, db, nil, "", Options{})
+	rp := newReplica(t, db, nil, "", replicaOptions{})
 	db.Close()
 	w := rp.get(t, tilePath("places", tileOf(13.41, 52.52, 8)))
 	detail := detailOf(t, w.Body.Bytes())
