@@ -148,7 +148,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 	if err != nil {
 		return err
 	}
-	b.svc = features.New(pg.Runner{Pool: b.pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Access{})
+	b.svc = features.New(pg.Runner{Pool: b.pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Rights{})
 	stop, err := b.startAPI(apiBin)
 	if err != nil {
 		return err

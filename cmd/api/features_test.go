@@ -379,7 +379,7 @@ func TestItemsSQLIsTheRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Access{})
+	svc := features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Rights{})
 	filter := url.Values{"limit": {"9"}, "filter": {"S_INTERSECTS(geometry,POLYGON((13 52.3,13.8 52.3,13.8 52.7,13 52.7,13 52.3))) AND name LIKE 'B%'"}}
 	for _, q := range []string{"limit=7&bbox=13,52.3,13.8,52.7", "limit=5&bbox=13,52.3,13.8,52.7&sortby=-name&properties=country", filter.Encode()} {
 		next := base + "/collections/places/items?" + q

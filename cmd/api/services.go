@@ -60,7 +60,7 @@ type services struct {
 	docs     *openapi.Docs
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
-	features *features.Service
+	features *features.Handler
 	events   *events.Handler
 	// streams are the live event streams, ended when shutdown begins.
 	streams *events.Hub
@@ -151,11 +151,12 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
-	s.features = features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
-		features.Access{Gate: s.gate, Scope: spatialScope})
+	feat := features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
+		features.Rights{Check: s.gate.Check, Scope: spatialScope})
+	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate})
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.
-	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, s.features,
+	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
 		s.gate.Check, cfg.Events.Settings, events.NewMetrics(s.registry))
 	// One LISTEN per process wakes every live stream of events.
 	listener := &pg.Listener{Pool: d.db, Channels: []string{events.Channel}, Log: log,

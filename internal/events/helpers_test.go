@@ -28,7 +28,7 @@ func newService(t testing.TB, pool *pgxpool.Pool, s events.Settings) *events.Ser
 	}
 	run := pg.Runner{Pool: pool, Timeouts: pg.Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: 10 * time.Second}}
 	geo := geofence.New(run, cat, geofence.Settings{Own: pg.DefaultSchema}, nil)
-	fs := features.New(run, cat, features.Settings{}, features.Access{})
+	fs := features.New(run, cat, features.Settings{}, features.Rights{})
 	allow := func(context.Context, string) error { return nil }
 	return events.New(run, geo, fs, allow, s, nil)
 }

@@ -31,6 +31,13 @@ var conformance = []string{
 	"http://www.opengis.net/spec/ogcapi-features-5/1.0/conf/schemas",
 }
 
+// conformsTo lists every conformance class /conformance names: this
+// package's, the filtering ones and those other packages add.
+func (s *Service) conformsTo() []string {
+	classes := append(append([]string{}, conformance...), s.filterConformance()...)
+	return append(classes, s.s.Conformance...)
+}
+
 type landing struct {
 	Title       string `json:"title"`
 	Description string `json:"description,omitempty"`
@@ -113,7 +120,7 @@ func (s *Service) bounds(ctx context.Context, l *catalog.Layer) [4]float64 {
 func (s *Service) collections(ctx context.Context, base string) []collection {
 	out := []collection{}
 	for _, l := range s.cat.Layers() {
-		if s.gate.Check(ctx, l.ID) == nil {
+		if s.check(ctx, l.ID) == nil {
 			out = append(out, s.collectionDoc(ctx, base, l))
 		}
 	}

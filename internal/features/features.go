@@ -3,17 +3,18 @@
 // paged, filtered by bbox, datetime and CQL2), queryables and schemas. It
 // reads; it never writes. Every identifier in its SQL comes from the
 // catalog, every value from a request is a bound parameter.
+//
+// Service answers with plain values and knows nothing of HTTP; Handler
+// answers requests with it.
 package features
 
 import (
 	"context"
 	"sync"
 
-	"github.com/gin-gonic/gin"
-
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
-	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
@@ -27,7 +28,8 @@ type Settings struct {
 	DefaultLimit, MaxLimit int
 	// CursorKey signs next links; empty means a random key per start.
 	CursorKey string
-	// PublicURL, when set, starts every link; else the request's own.
+	// PublicURL, when set, starts every link the Handler writes; else
+	// the request's own.
 	PublicURL string
 	// Tiles says the collections have OGC API vector tiles to link to.
 	Tiles bool
@@ -45,7 +47,8 @@ const (
 	MaxLimit     = 10000
 )
 
-// Service answers feature queries over the layers of a catalog.
+// Service answers feature queries over the layers of a catalog, for the
+// caller its Rights read from each context.
 type Service struct {
 	run     pg.Runner
 	cat     *catalog.Catalog
@@ -54,27 +57,28 @@ type Service struct {
 	// sql caches each layer's statement parts; cleared when the catalog
 	// changes, since its layers are then new values.
 	sql sync.Map // *catalog.Layer -> *layerSQL
-	// access and scope say what the caller of a request may see.
-	gate  Gate
+	// check and scope say what the caller of a request may see.
+	check func(ctx context.Context, layer string) error
 	scope func(ctx context.Context) *spatial.Scope
 }
 
-// Access is what the Service asks of the caller of each request: the
-// gate that checks and charges it (nil: gate.Open()), and the part of the
-// world it may see (nil: all of it).
-type Access struct {
-	Gate  Gate
+// Rights say what the caller of a request may read, as its context
+// tells. The Service applies them itself, on every route and to callers
+// beyond HTTP (event filters): a collection list leaves out the layers
+// refused, extents and features are cut to the scope.
+type Rights struct {
+	// Check returns the 403 for a layer the caller may not read, the
+	// same whether it exists or not (gate.Gate.Check). Nil checks only
+	// the layers the caller's own key or token is limited to, as a gate
+	// without rules does.
+	Check func(ctx context.Context, layer string) error
+	// Scope is the part of the world the caller may see; nil, or a nil
+	// scope, is all of it.
 	Scope func(ctx context.Context) *spatial.Scope
 }
 
-// Gate is what the Service asks of the service's gate (gate.Gate).
-type Gate interface {
-	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
-	Check(ctx context.Context, layer string) error
-}
-
 // New returns the Service over cat's layers.
-func New(pool pg.Runner, cat *catalog.Catalog, s Settings, a Access) *Service {
+func New(pool pg.Runner, cat *catalog.Catalog, s Settings, r Rights) *Service {
 	if s.Own == "" {
 		s.Own = pg.DefaultSchema
 	}
@@ -90,16 +94,16 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, a Access) *Service {
 	if s.Title == "" {
 		s.Title = "geogate"
 	}
-	if a.Gate == nil {
-		a.Gate = gate.Open()
+	if r.Check == nil {
+		r.Check = access.Settings{}.Check
 	}
-	if a.Scope == nil {
-		a.Scope = func(context.Context) *spatial.Scope { return nil }
+	if r.Scope == nil {
+		r.Scope = func(context.Context) *spatial.Scope { return nil }
 	}
 	if pool.Stale == nil {
 		pool.Stale = cat.RefreshSoon
 	}
-	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), gate: a.Gate, scope: a.Scope}
+	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check, scope: r.Scope}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }
@@ -110,7 +114,7 @@ var errUnknownCollection = apperr.New(apperr.NotFound, "Unknown collection: GET 
 // layer returns the statement parts of collection id, once the caller may
 // read it: a caller refused it is told so whether it exists or not.
 func (s *Service) layer(ctx context.Context, id string) (*layerSQL, error) {
-	if err := s.gate.Check(ctx, id); err != nil {
+	if err := s.check(ctx, id); err != nil {
 		return nil, err
 	}
 	l := s.cat.Layer(id)

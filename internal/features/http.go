@@ -17,19 +17,48 @@ import (
 	"github.com/geogate/geogate/internal/httpx"
 )
 
-func (s *Service) base(c *gin.Context) string { return httpx.BaseURL(c.Request, s.s.PublicURL) }
+// Handler serves the OGC API – Features routes: it parses each request,
+// asks the gate, and answers from the Service, which holds the caller to
+// the layers and the part of the world it may read.
+type Handler struct {
+	svc       *Service
+	publicURL string
+	gate      Gate
+}
+
+// Access is what the Handler asks of the caller of each request: the
+// gate that checks and charges it (nil: gate.Open()). The caller's
+// spatial scope is the Service's (Rights), which cuts every answer to it.
+type Access struct {
+	Gate Gate
+}
+
+// Gate is what the Handler asks of the service's gate (gate.Gate).
+type Gate interface {
+	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+}
+
+// NewHandler returns the HTTP handlers of svc under the public URL of s.
+func NewHandler(svc *Service, s Settings, a Access) *Handler {
+	if a.Gate == nil {
+		a.Gate = gate.Open()
+	}
+	return &Handler{svc: svc, publicURL: s.PublicURL, gate: a.Gate}
+}
+
+func (h *Handler) base(c *gin.Context) string { return httpx.BaseURL(c.Request, h.publicURL) }
 
 // enter asks the gate for a request of the layers named (none: a
 // document about the service) at cost; ok false means it has answered.
-func (s *Service) enter(c *gin.Context, cost int, layers ...string) (gate.Pass, bool) {
-	return s.gate.Admit(c, gate.Ask{Layers: layers, Cost: cost})
+func (h *Handler) enter(c *gin.Context, cost int, layers ...string) (gate.Pass, bool) {
+	return h.gate.Admit(c, gate.Ask{Layers: layers, Cost: cost})
 }
 
 // Landing serves / : the landing document to a client asking for JSON,
 // html (the map page) to a browser.
-func (s *Service) Landing(html gin.HandlerFunc) gin.HandlerFunc {
+func (h *Handler) Landing(html gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		p, ok := s.enter(c, 1)
+		p, ok := h.enter(c, 1)
 		if !ok {
 			return
 		}
@@ -42,7 +71,7 @@ func (s *Service) Landing(html gin.HandlerFunc) gin.HandlerFunc {
 			httpx.Abort(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, s.landing(s.base(c)))
+		c.JSON(http.StatusOK, h.svc.landing(h.base(c)))
 	}
 }
 
@@ -59,8 +88,8 @@ func wantsHTML(r *http.Request) bool {
 }
 
 // Conformance serves /conformance.
-func (s *Service) Conformance(c *gin.Context) {
-	p, ok := s.enter(c, 1)
+func (h *Handler) Conformance(c *gin.Context) {
+	p, ok := h.enter(c, 1)
 	if !ok {
 		return
 	}
@@ -69,14 +98,12 @@ func (s *Service) Conformance(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	classes := append(append([]string{}, conformance...), s.filterConformance()...)
-	classes = append(classes, s.s.Conformance...)
-	c.JSON(http.StatusOK, gin.H{"conformsTo": classes})
+	c.JSON(http.StatusOK, gin.H{"conformsTo": h.svc.conformsTo()})
 }
 
 // Collections serves /collections: every layer the caller may read.
-func (s *Service) Collections(c *gin.Context) {
-	p, ok := s.enter(c, 1)
+func (h *Handler) Collections(c *gin.Context) {
+	p, ok := h.enter(c, 1)
 	if !ok {
 		return
 	}
@@ -85,21 +112,21 @@ func (s *Service) Collections(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	base := s.base(c)
+	base := h.base(c)
 	c.JSON(http.StatusOK, gin.H{
 		"links":       []Link{{Href: base + "/collections", Rel: "self", Type: typeJSON}},
-		"collections": s.collections(c.Request.Context(), base),
+		"collections": h.svc.collections(c.Request.Context(), base),
 	})
 }
 
 // Collection serves /collections/{collectionId}.
-func (s *Service) Collection(c *gin.Context) {
-	p, ok := s.enter(c, 1, c.Param("collectionId"))
+func (h *Handler) Collection(c *gin.Context) {
+	p, ok := h.enter(c, 1, c.Param("collectionId"))
 	if !ok {
 		return
 	}
 	defer p.Done()
-	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	l, err := h.svc.layer(c.Request.Context(), c.Param("collectionId"))
 	if err == nil {
 		err = checkFormat(httpx.Query(c))
 	}
@@ -107,37 +134,37 @@ func (s *Service) Collection(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.collectionDoc(c.Request.Context(), s.base(c), l.l))
+	c.JSON(http.StatusOK, h.svc.collectionDoc(c.Request.Context(), h.base(c), l.l))
 }
 
 // Queryables serves /collections/{collectionId}/queryables.
-func (s *Service) Queryables(c *gin.Context) {
-	p, ok := s.enter(c, 1, c.Param("collectionId"))
+func (h *Handler) Queryables(c *gin.Context) {
+	p, ok := h.enter(c, 1, c.Param("collectionId"))
 	if !ok {
 		return
 	}
 	defer p.Done()
-	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	l, err := h.svc.layer(c.Request.Context(), c.Param("collectionId"))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	writeJSON(c, schemaType(c.Request), s.queryablesDoc(s.base(c), l))
+	writeJSON(c, schemaType(c.Request), h.svc.queryablesDoc(h.base(c), l))
 }
 
 // Schema serves /collections/{collectionId}/schema.
-func (s *Service) Schema(c *gin.Context) {
-	p, ok := s.enter(c, 1, c.Param("collectionId"))
+func (h *Handler) Schema(c *gin.Context) {
+	p, ok := h.enter(c, 1, c.Param("collectionId"))
 	if !ok {
 		return
 	}
 	defer p.Done()
-	l, err := s.layer(c.Request.Context(), c.Param("collectionId"))
+	l, err := h.svc.layer(c.Request.Context(), c.Param("collectionId"))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	writeJSON(c, schemaType(c.Request), s.schemaDoc(s.base(c), l))
+	writeJSON(c, schemaType(c.Request), h.svc.schemaDoc(h.base(c), l))
 }
 
 // schemaType is application/schema+json, or plain JSON for a client that
@@ -161,26 +188,26 @@ func writeJSON(c *gin.Context, typ string, v any) {
 
 // Items serves /collections/{collectionId}/items as a GeoJSON
 // FeatureCollection with OGC API's counts and links.
-func (s *Service) Items(c *gin.Context) {
+func (h *Handler) Items(c *gin.Context) {
 	v := httpx.Query(c)
 	id := c.Param("collectionId")
 	// The first page also counts what matches: its database time is
 	// learned apart from the pages after it.
-	size := strconv.Itoa(s.pageCost(v))
+	size := strconv.Itoa(h.pageCost(v))
 	if v.Get("cursor") != "" {
 		size += "+next"
 	}
-	pass, ok := s.gate.Admit(c, gate.Ask{Layers: []string{id}, Cost: s.pageCost(v), Size: size})
+	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{id}, Cost: h.pageCost(v), Size: size})
 	if !ok {
 		return
 	}
 	defer pass.Done()
-	p, err := s.items(c.Request.Context(), id, v)
+	p, err := h.svc.items(c.Request.Context(), id, v)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	base := s.base(c)
+	base := h.base(c)
 	href := base + "/collections/" + id + "/items"
 	links := []Link{
 		{Href: withQuery(href, v, ""), Rel: "self", Type: typeGeoJSON, Title: "This page"},
@@ -254,14 +281,14 @@ func writeFeature(b *bytes.Buffer, f Feature) {
 
 // Item serves /collections/{collectionId}/items/{featureId}, with an ETag
 // of its content so that clients can revalidate it.
-func (s *Service) Item(c *gin.Context) {
+func (h *Handler) Item(c *gin.Context) {
 	id, fid := c.Param("collectionId"), c.Param("featureId")
-	pass, ok := s.enter(c, 1, id)
+	pass, ok := h.enter(c, 1, id)
 	if !ok {
 		return
 	}
 	defer pass.Done()
-	f, crs, err := s.item(c.Request.Context(), id, fid, httpx.Query(c))
+	f, crs, err := h.svc.item(c.Request.Context(), id, fid, httpx.Query(c))
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -269,7 +296,7 @@ func (s *Service) Item(c *gin.Context) {
 	var b bytes.Buffer
 	writeFeature(&b, f)
 	body := b.Bytes()
-	base := s.base(c)
+	base := h.base(c)
 	links, _ := json.Marshal([]Link{
 		{Href: base + "/collections/" + id + "/items/" + url.PathEscape(fid), Rel: "self", Type: typeGeoJSON},
 		{Href: base + "/collections/" + id, Rel: "collection", Type: typeJSON},
@@ -289,8 +316,9 @@ func (s *Service) Item(c *gin.Context) {
 // pageCost is what an items request reserves of its caller's features
 // budget: one unit per 100 features it may return (its limit); once
 // answered it is charged for what it returned (gate.PageCost).
-func (s *Service) pageCost(v url.Values) int {
-	n, err := parseLimit(v.Get("limit"), s.s.DefaultLimit, s.s.MaxLimit)
+func (h *Handler) pageCost(v url.Values) int {
+	def, most := h.svc.Limits()
+	n, err := parseLimit(v.Get("limit"), def, most)
 	if err != nil {
 		return 1 // the handler refuses it
 	}
