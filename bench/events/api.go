@@ -9,21 +9,25 @@ import (
 	"github.com/geogate/geogate/internal/events"
 )
 
-// apiSide reports through POST /positions.
+// apiSide reports through POST /positions as one key.
 type apiSide struct {
 	c    *load.Client
 	auth load.Header
 }
 
-// newAPISide subscribes the bench key to the fences, its events going to
-// the webhook hook.
-func newAPISide(base string, conc int, hook string) (*apiSide, error) {
+// newAPISide subscribes the key of secret to the fences: pull only, or
+// with its events going to the webhook hook when hook is not empty.
+func newAPISide(base string, conc int, secret, hook string) (*apiSide, error) {
 	c, err := load.NewClient(base, max(conc, 1)+1)
 	if err != nil {
 		return nil, err
 	}
-	a := &apiSide{c: c, auth: load.Header{"x-api-key: " + benchSecret, "Content-Type: application/json"}}
-	body, _ := json.Marshal(map[string]any{"layer": "geofences", "kinds": []string{"enter", "exit"}, "webhook": hook})
+	a := &apiSide{c: c, auth: load.Header{"x-api-key: " + secret, "Content-Type: application/json"}}
+	sub := map[string]any{"layer": "geofences", "kinds": []string{"enter", "exit"}}
+	if hook != "" {
+		sub["webhook"] = hook
+	}
+	body, _ := json.Marshal(sub)
 	status, err := c.Do(conc, "POST", "/subscriptions", a.auth, body)
 	if err != nil || status != 201 {
 		c.Close()
@@ -34,14 +38,14 @@ func newAPISide(base string, conc int, hook string) (*apiSide, error) {
 
 func (a *apiSide) close() { a.c.Close() }
 
-// op reports a batch of the API side's devices.
-func (a *apiSide) op(f *fleet) load.Op {
+// op reports batches of n of the devices named by prefix.
+func (a *apiSide) op(f *fleet, prefix string, n int) load.Op {
 	rngs := make([]*rand.Rand, 64)
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(uint64(i), 1))
 	}
 	return func(w, _ int) error {
-		body, err := json.Marshal(wire(f.batch("api", w, rngs[w%len(rngs)])))
+		body, err := json.Marshal(wire(f.batch(prefix, w, rngs[w%len(rngs)])[:n]))
 		if err != nil {
 			return err
 		}

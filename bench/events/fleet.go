@@ -46,6 +46,10 @@ func openFleet(ctx context.Context, dbURL string, n int) (*fleet, error) {
 		return nil, err
 	}
 	f := &fleet{pool: pool, last: map[string]time.Time{}, rows: (n + gridCols - 1) / gridCols}
+	if err := f.forget(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := f.ensureFences(ctx, n); err != nil {
 		pool.Close()
 		return nil, err
@@ -64,6 +68,17 @@ func openFleet(ctx context.Context, dbURL string, n int) (*fleet, error) {
 }
 
 func (f *fleet) close() { f.pool.Close() }
+
+// forget drops what earlier runs left: their subscriptions (and so their
+// stays and any events still waiting for a webhook), devices and
+// positions, so that every run starts from an empty outbox.
+func (f *fleet) forget(ctx context.Context) error {
+	_, err := f.pool.Exec(ctx, `
+DELETE FROM geogate.event_subscriptions WHERE owner LIKE 'key:events-bench%' OR owner = 'bench:direct';
+DELETE FROM geogate.event_devices WHERE owner LIKE 'key:events-bench%' OR owner = 'bench:direct';
+TRUNCATE geogate.event_positions`)
+	return err
+}
 
 // ensureFences makes the bench fences number n, in the built-in fences
 // beside the countries, whose subdivided copy the triggers keep.

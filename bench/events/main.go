@@ -59,9 +59,11 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	if err := apiCmd(apiBin, dbURL, "migrate"); err != nil {
 		return err
 	}
-	if err := apiCmd(apiBin, dbURL, "keys", "create", "--name", "events-bench", "--secret", benchSecret, "--replace",
-		"--scopes", "positions:write,events:read,events:write"); err != nil {
-		return err
+	for _, name := range []string{"events-bench", "events-bench-hook"} {
+		if err := apiCmd(apiBin, dbURL, "keys", "create", "--name", name, "--secret", name+"-secret", "--replace",
+			"--scopes", "positions:write,events:read,events:write"); err != nil {
+			return err
+		}
 	}
 	f, err := openFleet(ctx, dbURL, b.fences)
 	if err != nil {
@@ -76,17 +78,25 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	base, stop, err := apiproc.Start(apiBin, []string{
 		"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL,
 		"RATELIMIT_POSITIONS=100000000/1s", "RATELIMIT_EVENTS=100000/1s", "RATELIMIT_DELIVERIES=100000/1s",
-		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4),
+		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4), "EVENTS_DELIVERY_PER_SUBSCRIPTION=16",
 	})
 	if err != nil {
 		return err
 	}
 	defer stop()
-	api, err := newAPISide(base, b.conc, hook.url)
+	// Throughput: pull-only subscriptions on both sides, so that neither
+	// pays for deliveries; latency: another key, whose subscription has
+	// the webhook.
+	api, err := newAPISide(base, b.conc, "events-bench-secret", "")
 	if err != nil {
 		return err
 	}
 	defer api.close()
+	hooked, err := newAPISide(base, 1, "events-bench-hook-secret", hook.url)
+	if err != nil {
+		return err
+	}
+	defer hooked.close()
 	if err := f.subscribeDirect(ctx); err != nil {
 		return err
 	}
@@ -94,9 +104,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 		batchSize, f.fenceCount, f.countries, b.conc, b.dur, b.runs)
 	fmt.Printf("API: POST /positions through api serve; direct: events.Service.Report in this process over pgx\n")
 	// Warm both sides: connections, PostGIS, plans.
-	load.Run(b.conc, time.Second, api.op(f))
+	load.Run(b.conc, time.Second, api.op(f, "api", batchSize))
 	load.Run(b.conc, time.Second, f.directOp())
-	res := load.Medians(b.runs, b.conc, b.dur, api.op(f), f.directOp())
+	res := load.Medians(b.runs, b.conc, b.dur, api.op(f, "api", batchSize), f.directOp())
 	a, d := res[0], res[1]
 	fmt.Printf("%-8s | %12s %9s %8s | %12s %9s %8s | %6s\n", "case", "API pos/s", "p50 ms", "p99 ms", "direct pos/s", "p50 ms", "p99 ms", "ratio")
 	fmt.Printf("%-8s | %12.0f %9.1f %8.1f | %12.0f %9.1f %8.1f | %5.0f%%%s%s\n", "batch100", a.Rate*batchSize, a.P50, a.P99,
@@ -110,12 +120,14 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	p50, p99, n := 0.0, 0.0, 0
 	if b.latency > 0 {
 		hook.reset()
-		load.Run(1, b.latency, api.op(f))
+		paced := pace(hookPeriod, hooked.op(f, "hook", hookBatch))
+		load.Run(1, b.latency, paced)
 		p50, p99, n = hook.waitLatencies(10 * time.Second)
 		if n == 0 {
 			fmt.Println("webhook latency: not measured: no event reached the webhook")
 		} else {
-			fmt.Printf("webhook latency, 1 client: %d events, p50 %.1f ms, p99 %.1f ms from the position sent to its event received\n", n, p50, p99)
+			fmt.Printf("webhook latency: a batch of %d positions every %v (%.0f positions/s), %d events, p50 %.1f ms, p99 %.1f ms from the position sent to its event received\n",
+				hookBatch, hookPeriod, float64(hookBatch)/hookPeriod.Seconds(), n, p50, p99)
 		}
 	}
 	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d fences=%d conc=%d\n",
@@ -123,7 +135,25 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	return nil
 }
 
-const benchSecret = "events-bench-secret"
+// The latency run's steady load: a batch of hookBatch positions every
+// hookPeriod.
+const (
+	hookBatch  = 10
+	hookPeriod = 50 * time.Millisecond
+)
+
+// pace runs op at most once per period, so that a closed loop becomes a
+// steady rate.
+func pace(period time.Duration, op load.Op) load.Op {
+	next := time.Now()
+	return func(w, i int) error {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(period)
+		return op(w, i)
+	}
+}
 
 func apiCmd(bin, dbURL string, args ...string) error {
 	cmd := exec.Command(bin, args...)

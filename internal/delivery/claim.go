@@ -27,23 +27,30 @@ type claimed struct {
 // milliseconds. An event is due when it is pending, its next_at has come
 // and nobody holds a lease on it; only the head of each (subscription,
 // device) is eligible, which keeps their order, and a subscription gets
-// no more than $2 deliveries in flight. SKIP LOCKED lets concurrent
-// claims pass each other; the lease, rechecked on the locked row, keeps a
-// claim that read an older snapshot from taking an event just leased.
+// no more than $2 deliveries in flight. Heads are looked for among the
+// $4 longest due events only, so that a claim costs the same whatever
+// the backlog. SKIP LOCKED lets concurrent claims pass each other; the
+// lease, rechecked on the locked row, keeps a claim that read an older
+// snapshot from taking an event just leased.
 const claimSQL = `
-WITH inflight AS (
+WITH due AS (
+  SELECT e.seq, e.subscription, e.device, e.next_at
+  FROM events e
+  WHERE e.state = 'pending' AND e.next_at <= now()
+    AND (e.lease_until IS NULL OR e.lease_until <= now())
+  ORDER BY e.next_at, e.seq
+  LIMIT $4
+), inflight AS (
   SELECT subscription, count(*) AS n FROM events
   WHERE state = 'pending' AND lease_until > now()
   GROUP BY subscription
 ), heads AS (
-  SELECT e.seq, e.subscription,
-         row_number() OVER (PARTITION BY e.subscription ORDER BY e.next_at, e.seq) AS rank
-  FROM events e
-  JOIN event_subscriptions s ON s.id = e.subscription AND s.webhook IS NOT NULL
-  WHERE e.state = 'pending' AND e.next_at <= now()
-    AND (e.lease_until IS NULL OR e.lease_until <= now())
-    AND NOT EXISTS (SELECT 1 FROM events p WHERE p.state = 'pending'
-      AND p.subscription = e.subscription AND p.device = e.device AND p.seq < e.seq)
+  SELECT d.seq, d.subscription,
+         row_number() OVER (PARTITION BY d.subscription ORDER BY d.next_at, d.seq) AS rank
+  FROM due d
+  JOIN event_subscriptions s ON s.id = d.subscription AND s.webhook IS NOT NULL
+  WHERE NOT EXISTS (SELECT 1 FROM events p WHERE p.state = 'pending'
+      AND p.subscription = d.subscription AND p.device = d.device AND p.seq < d.seq)
 ), picked AS (
   SELECT e.seq FROM events e
   JOIN heads h ON h.seq = e.seq
@@ -61,10 +68,15 @@ WHERE e.seq = picked.seq AND s.id = e.subscription AND s.webhook IS NOT NULL
 RETURNING ` + events.EventColumns + `, s.owner, s.webhook, s.secret,
   CASE WHEN s.previous_until > now() THEN s.previous_secret END, e.attempts, e.lease_until`
 
+// claimWindow is how many of the longest due events a claim looks for
+// heads among. A device with more queued than this behind a delivery in
+// flight holds the others back only until that delivery ends.
+const claimWindow = 1000
+
 // claim leases up to n due events; on a database error it logs and
 // claims none (the next look tries again).
 func (w *Worker) claim(ctx context.Context, n int) []claimed {
-	rows, err := w.pool.Query(ctx, claimSQL, n, w.s.PerSubscription, w.s.Lease.Milliseconds())
+	rows, err := w.pool.Query(ctx, claimSQL, n, w.s.PerSubscription, w.s.Lease.Milliseconds(), claimWindow)
 	if err != nil {
 		w.warn(ctx, "claim", err)
 		return nil
@@ -94,14 +106,15 @@ func (w *Worker) claim(ctx context.Context, n int) []claimed {
 	return out
 }
 
-// lookSQL reads the age of the oldest pending webhook event and how long
-// until the next retry falls due or the next lease runs out.
+// lookSQL reads the age of the oldest pending event and how long until
+// the next retry falls due or the next lease runs out, each from its
+// index: pending events are only ever webhook events (a subscription made
+// pull-only turns its own to pull).
 const lookSQL = `
-SELECT extract(epoch FROM now() - min(e.created_at))::float8,
-  extract(epoch FROM least(min(e.next_at) FILTER (WHERE e.next_at > now()),
-                           min(e.lease_until) FILTER (WHERE e.lease_until > now())) - now())::float8
-FROM events e JOIN event_subscriptions s ON s.id = e.subscription AND s.webhook IS NOT NULL
-WHERE e.state = 'pending'`
+SELECT extract(epoch FROM now() - (SELECT created_at FROM events WHERE state = 'pending' ORDER BY seq LIMIT 1))::float8,
+  extract(epoch FROM least(
+    (SELECT min(next_at) FROM events WHERE state = 'pending' AND next_at > now()),
+    (SELECT min(lease_until) FROM events WHERE state = 'pending' AND lease_until > now())) - now())::float8`
 
 // look updates the outbox age and returns how long until the next event
 // falls due, when one will.

@@ -124,7 +124,9 @@ func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscript
 
 // UpdateSubscription replaces what sub says of owner's subscription id.
 // Stays already begun are kept: a device inside a fence that the new
-// filter leaves out exits at its next position.
+// filter leaves out exits at its next position. Without a webhook, the
+// events that waited for one are pulled instead; events made before a
+// webhook was set stay pulled.
 func (s *Service) UpdateSubscription(ctx context.Context, owner, id string, sub Subscription) (Subscription, error) {
 	if !ValidID(id) {
 		return Subscription{}, errNoSubscription
@@ -154,6 +156,12 @@ UPDATE event_subscriptions SET layer = $3, filter = nullif($4, ''), devices = nu
   dwell_ms = nullif($7 * 1000, 0), webhook = nullif($8, ''), updated_at = now()
 WHERE owner = $1 AND id = $2::uuid
 RETURNING `+subscriptionColumns, owner, id, sub.Layer, sub.Filter, sub.Devices, kindStrings(sub.Kinds), sub.DwellSeconds, sub.Webhook))
+			if err != nil || sub.Webhook != "" {
+				return err
+			}
+			// Pull only from now on: what waited for the webhook is
+			// pulled too, and no worker looks for it again.
+			_, err = tx.Exec(ctx, `UPDATE events SET state = 'pull', lease_until = NULL WHERE subscription = $1::uuid AND state = 'pending'`, id)
 			return err
 		})
 	})
