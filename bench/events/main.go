@@ -130,8 +130,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 				hookBatch, hookPeriod, float64(hookBatch)/hookPeriod.Seconds(), n, p50, p99)
 		}
 	}
-	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d fences=%d conc=%d\n",
-		a.Rate*batchSize, d.Rate*batchSize, a.P99, d.P99, p50, p99, n, f.fenceCount, b.conc)
+	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d hook_pps=%.0f fences=%d conc=%d\n",
+		a.Rate*batchSize, d.Rate*batchSize, a.P99, d.P99, p50, p99, n, float64(hookBatch)/hookPeriod.Seconds(), f.fenceCount, b.conc)
 	return nil
 }
 
