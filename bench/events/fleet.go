@@ -63,7 +63,7 @@ func openFleet(ctx context.Context, dbURL string, n int) (*fleet, error) {
 	geo := geofence.New(run, cat, geofence.Settings{Own: pg.DefaultSchema}, nil)
 	fs := features.New(run, cat, features.Settings{}, features.Rights{})
 	allow := func(context.Context, string) error { return nil }
-	f.svc = events.New(run, geo, fs, allow, events.Settings{MaxBatch: 1000, MaxSkew: time.Minute, MaxPage: 1000}, nil)
+	f.svc = events.New(run, geo, fs, events.Rights{Access: allow}, events.Settings{MaxBatch: 1000, MaxSkew: time.Minute, MaxPage: 1000}, nil)
 	return f, nil
 }
 

@@ -55,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 	geo := geofence.New(run, cat, geofence.Settings{Own: pg.DefaultSchema}, nil)
 	fs := features.New(run, cat, features.Settings{}, features.Rights{})
 	allow := func(context.Context, string) error { return nil }
-	svc := events.New(run, geo, fs, allow, events.Settings{MaxBatch: 1000, MaxSkew: 5 * time.Minute, MaxPage: 1000}, nil)
+	svc := events.New(run, geo, fs, events.Rights{Access: allow}, events.Settings{MaxBatch: 1000, MaxSkew: 5 * time.Minute, MaxPage: 1000}, nil)
 	return &fixture{pool: pool, svc: svc}
 }
 

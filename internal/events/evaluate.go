@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	geom "github.com/twpayne/go-geom"
+
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // watch is a subscription as evaluation needs it.
@@ -153,17 +156,29 @@ func (s *Service) met(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position,
 	}
 	n := len(evaluated)
 	x1, y1, x2, y2 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	scope := s.scope(ctx)
 	for k, i := range evaluated {
 		// No previous position: a segment of no length meets what holds
 		// the point, which step leaves out.
 		x1[k], y1[k], x2[k], y2[k] = ps[i].Lng, ps[i].Lat, ps[i].Lng, ps[i].Lat
-		if f := from[k]; f != nil {
+		if f := from[k]; f != nil && within(scope, f.lng, f.lat, ps[i].Lng, ps[i].Lat) {
 			x1[k], y1[k] = f.lng, f.lat
 		}
 	}
 	return s.groups(ctx, tx, crossing, func(layer string) ([][]string, error) {
 		return s.keysOf(ctx, tx, n, s.fences.CrossesSQL, layer, x1, y1, x2, y2)
 	})
+}
+
+// within says whether the segment between two positions lies in scope: a
+// caller hears only of fences it may read, and a line that leaves its
+// part of the world could pass through fences wholly outside it, so such
+// a step crosses nothing.
+func within(scope *spatial.Scope, x1, y1, x2, y2 float64) bool {
+	if scope == nil {
+		return true
+	}
+	return scope.ContainsGeometry(geom.NewLineStringFlat(geom.XY, []float64{x1, y1, x2, y2}))
 }
 
 // group names the subscriptions that see the same fences: one layer and

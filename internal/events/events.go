@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Settings tune how positions become events.
@@ -48,20 +49,38 @@ type Filters interface {
 // Access says whether the caller of ctx may read layer (gate.Gate.Check).
 type Access func(ctx context.Context, layer string) error
 
+// Scope is the part of the world the caller of ctx may reach, nil for all
+// of it.
+type Scope func(ctx context.Context) *spatial.Scope
+
 // Service records positions and subscriptions and keeps the outbox.
 type Service struct {
 	db      pg.Runner
 	fences  Fences
 	filters Filters
 	access  Access
+	scope   Scope
 	s       Settings
 	m       *metrics
 }
 
+// Rights are what the service asks about the caller of each report: the
+// layers it may read, and the part of the world it may reach (nil: all).
+type Rights struct {
+	Access Access
+	Scope  Scope
+}
+
 // New returns the service over db.
-func New(db pg.Runner, fences Fences, filters Filters, access Access, s Settings, m *metrics) *Service {
+func New(db pg.Runner, fences Fences, filters Filters, r Rights, s Settings, m *metrics) *Service {
 	if m == nil {
 		m = newMetrics(nil)
 	}
-	return &Service{db: db, fences: fences, filters: filters, access: access, s: s, m: m}
+	if r.Access == nil {
+		r.Access = func(context.Context, string) error { return nil }
+	}
+	if r.Scope == nil {
+		r.Scope = func(context.Context) *spatial.Scope { return nil }
+	}
+	return &Service{db: db, fences: fences, filters: filters, access: r.Access, scope: r.Scope, s: s, m: m}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -129,16 +130,35 @@ func TestCrossOnRealFences(t *testing.T) {
 	pool := testenv.DemoDB(t)
 	ctx := context.Background()
 	svc := newService(t, pool, testSettings)
+	// A caller whose scope is Paris and Warsaw, but not what lies between,
+	// hears of no fence crossed on the way.
+	twoCities, err := spatial.Parse([]byte(`{"type":"MultiPolygon","coordinates":[
+		[[[2,48.5],[3,48.5],[3,49.5],[2,49.5],[2,48.5]]], [[[20.5,52],[21.5,52],[21.5,52.5],[20.5,52.5],[20.5,52]]]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped := newScopedService(t, pool, testSettings, twoCities)
 	sub, err := svc.CreateSubscription(ctx, "key:fleet", events.Subscription{Layer: "geofences", Kinds: []events.Kind{events.Cross}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	scopedSub, err := scoped.CreateSubscription(ctx, "key:scoped", events.Subscription{Layer: "geofences", Kinds: []events.Kind{events.Cross}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	paris, warsaw := [2]float64{2.35, 48.86}, [2]float64{21.01, 52.23}
-	if _, err := svc.Report(ctx, "key:fleet", []events.Position{
+	trip := []events.Position{
 		{Device: "jet", Time: at(0), Lng: paris[0], Lat: paris[1]},
 		{Device: "jet", Time: at(1), Lng: warsaw[0], Lat: warsaw[1]},
-	}); err != nil {
+	}
+	if _, err := svc.Report(ctx, "key:fleet", trip); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := scoped.Report(ctx, "key:scoped", trip); err != nil {
+		t.Fatal(err)
+	}
+	if evs := pull(t, scoped, "key:scoped", scopedSub.ID); len(evs) != 0 {
+		t.Errorf("a caller scoped to the two cities heard of %d fences crossed between them, want none", len(evs))
 	}
 	var got []string
 	for _, e := range pull(t, svc, "key:fleet", sub.ID) {
