@@ -30,7 +30,7 @@ CREATE TABLE {{schema}}.event_devices (
     accuracy   double precision,
     updated_at timestamptz      NOT NULL DEFAULT now(),
     PRIMARY KEY (owner, device)
-);
+) WITH (fillfactor = 50); -- each report rewrites its devices' rows: room for in-page (HOT) updates
 
 CREATE TABLE {{schema}}.event_positions (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
