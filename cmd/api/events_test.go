@@ -164,3 +164,17 @@ func TestEventsOverHTTP(t *testing.T) {
 		t.Errorf("GET /events of a deleted subscription = %d, want 404", status)
 	}
 }
+
+// TestEventsNeedAnIdentity: even where anonymous callers are granted the
+// events scopes, devices and subscriptions belong to an identity, so an
+// anonymous caller gets 401 with a challenge.
+func TestEventsNeedAnIdentity(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "events:read,positions:write"})
+	for _, path := range []string{"/subscriptions", "/devices"} {
+		code, header, body := callWith(t, "GET", base+path, "")
+		if code != 401 || header.Get("WWW-Authenticate") == "" || !strings.Contains(string(body), "belong to an identity") {
+			t.Errorf("anonymous GET %s = %d %q %s, want 401 with a challenge", path, code, header.Get("WWW-Authenticate"), body)
+		}
+	}
+}

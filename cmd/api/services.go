@@ -163,7 +163,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		Topic: "event stream (streams fall back to polling the outbox)"}
 	s.streams = events.NewHub(func() { listener.Run(ctx) })
 	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
-	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope}, cfg.Events.Rules, s.streams)
+	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope, Challenge: auth.Challenge}, cfg.Events.Rules, s.streams)
 	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
 	// Every replica delivers: leases keep them from sending an event
 	// twice at once, and the deliveries policy bounds each subscriber.

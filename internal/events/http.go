@@ -35,6 +35,9 @@ type Gate interface {
 type Who struct {
 	Owner func(context.Context) string
 	Scope func(context.Context) *spatial.Scope
+	// Challenge is the WWW-Authenticate value of the 401 an anonymous
+	// caller gets.
+	Challenge string
 }
 
 // Rules bound what a request may ask.
@@ -67,6 +70,9 @@ var (
 func (h *Handler) owner(c *gin.Context) string {
 	o := h.who.Owner(c.Request.Context())
 	if o == "" {
+		if h.who.Challenge != "" {
+			c.Header("WWW-Authenticate", h.who.Challenge)
+		}
 		httpx.Abort(c, errAnonymous)
 	}
 	return o
