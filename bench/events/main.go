@@ -78,7 +78,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	base, stop, err := apiproc.Start(apiBin, []string{
 		"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL,
 		"RATELIMIT_POSITIONS=100000000/1s", "RATELIMIT_EVENTS=100000/1s", "RATELIMIT_DELIVERIES=100000/1s",
-		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4), "EVENTS_DELIVERY_PER_SUBSCRIPTION=16",
+		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4), "EVENTS_DELIVERY_PER_SUBSCRIPTION=16", "EVENTS_ALLOW_PRIVATE_WEBHOOKS=true",
 	})
 	if err != nil {
 		return err

@@ -116,6 +116,8 @@ func TestDeliveryReplicaKilled(t *testing.T) {
 		"EVENTS_WEBHOOK_TIMEOUT": "5s",
 		"EVENTS_LEASE":           "6s",
 		"EVENTS_DELIVERY_POLL":   "100ms",
+		// the receiver listens on this machine
+		"EVENTS_ALLOW_PRIVATE_WEBHOOKS": "true",
 	}
 	first := startProcess(t, env)
 	_, id := addWebhookEvent(t, pool, h.srv.URL+"/hook", "pending")
@@ -155,7 +157,7 @@ func TestDeliveryReplicaKilled(t *testing.T) {
 // admin API; the OpenAPI document describes every answer.
 func TestDeadLetterRoutes(t *testing.T) {
 	pool, dbURL := testenv.DBWithURL(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "EVENTS_DELIVERY_POLL": "100ms"}
+	env := map[string]string{"DATABASE_URL": dbURL, "EVENTS_DELIVERY_POLL": "100ms", "EVENTS_ALLOW_PRIVATE_WEBHOOKS": "true"}
 	ops := "ops-" + testenv.Prefix(t)
 	runCLI(t, env, "keys", "create", "--name", ops, "--secret", ops, "--scopes", "admin")
 	h := newHook(t, false)

@@ -18,6 +18,7 @@ func loadDelivery(r *reader) delivery.Settings {
 		RetryMax:        r.duration("EVENTS_RETRY_MAX", 10*time.Minute),
 		Poll:            r.duration("EVENTS_DELIVERY_POLL", time.Second),
 		Policy:          "deliveries",
+		AllowPrivate:    r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
 	}
 	// A lease shorter than a request would let a second worker send the
 	// event while the first still waits for its answer.

@@ -25,6 +25,7 @@ func loadEvents(r *reader) Events {
 			MaxBodyBytes: int64(r.integer("EVENTS_MAX_BODY_BYTES", 1<<20, 1<<10, 1<<30)),
 			SecretGrace:  r.duration("EVENTS_SECRET_GRACE", 24*time.Hour),
 			AllowHTTP:    r.boolean("EVENTS_ALLOW_HTTP_WEBHOOKS", false),
+			AllowPrivate: r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
 			Stream: events.StreamTiming{
 				Heartbeat: r.duration("EVENTS_STREAM_HEARTBEAT", 15*time.Second),
 				Poll:      r.duration("EVENTS_STREAM_POLL", 5*time.Second),

@@ -45,6 +45,10 @@ type Settings struct {
 	// Poll is the longest a worker waits without a notification before
 	// it looks for due events (retries, expired leases) again.
 	Poll time.Duration
+	// AllowPrivate lets deliveries connect to this machine and private
+	// networks (events.PrivateAddr); off, such a webhook's deliveries fail
+	// and, retried, end as dead letters.
+	AllowPrivate bool
 	// Policy is the rate-limit policy each delivery spends, per
 	// subscription owner.
 	Policy string
@@ -77,7 +81,7 @@ func New(pool *pgxpool.Pool, s Settings, limit Limiter, m *Metrics, log *slog.Lo
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Worker{pool: pool, s: s, send: newSender(s.Timeout), limit: limit, m: m, log: log,
+	return &Worker{pool: pool, s: s, send: newSender(s.Timeout, s.AllowPrivate), limit: limit, m: m, log: log,
 		wakeCh: make(chan struct{}, 1)}
 }
 

@@ -254,3 +254,40 @@ func TestDeliveryDeadLetters(t *testing.T) {
 		t.Error("Replay(not-a-uuid) = nil, want not found")
 	}
 }
+
+// TestDeliveryRefusesPrivateAddresses: where private webhooks are not
+// allowed, a webhook whose name resolves to this machine is never
+// connected to, and the attempt says why.
+func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
+	s := quick
+	s.AllowPrivate = false
+	s.RetryMin, s.RetryMax = time.Hour, time.Hour
+	f := newFixture(t)
+	r := newReceiver(t)
+	reached := make(chan struct{}, 1)
+	r.answer = func(w http.ResponseWriter, _ *http.Request, _ got, _ int) bool {
+		reached <- struct{}{}
+		return true
+	}
+	owner := "key:" + testenv.Prefix(t)
+	// "localhost" rather than the address: the check is on the address
+	// connected to, after the name is resolved.
+	sub := f.subscribe(t, owner, strings.Replace(r.url(), "127.0.0.1", "localhost", 1))
+	run(t, f.pool, s, nil, nil)
+	f.shuttle(t, owner, []string{"a"}, 1)
+	var why string
+	testenv.WaitFor(t, 10*time.Second, "a refused attempt recorded", func() bool {
+		if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(last_error, '') FROM events WHERE subscription = $1::uuid`, sub.ID).Scan(&why); err != nil {
+			t.Fatal(err)
+		}
+		return why != ""
+	})
+	if !strings.Contains(why, "private network") {
+		t.Errorf("last_error = %q, want the private-address refusal", why)
+	}
+	select {
+	case <-reached:
+		t.Error("the receiver on this machine was reached")
+	default:
+	}
+}

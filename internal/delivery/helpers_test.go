@@ -35,6 +35,7 @@ var quick = delivery.Settings{
 	Timeout: 2 * time.Second, Lease: 3 * time.Second,
 	RetryFor: time.Minute, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 	Poll: 100 * time.Millisecond, Policy: "deliveries",
+	AllowPrivate: true, // the receivers listen on this machine
 }
 
 // fixture is a database with the demo fences and an events service.

@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
+
+	"github.com/geogate/geogate/internal/events"
 )
 
 // ContentType is the CloudEvents structured mode's media type.
@@ -29,9 +34,17 @@ type sender struct {
 	timeout time.Duration
 }
 
-func newSender(timeout time.Duration) *sender {
+func newSender(timeout time.Duration, allowPrivate bool) *sender {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
+	if !allowPrivate {
+		// Checked on the address connected to, after name resolution, so
+		// that a name that resolves (or later re-resolves) to this
+		// machine or a private network is refused too.
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refusePrivate}
+		tr.DialContext = d.DialContext
+		tr.Proxy = nil
+	}
 	return &sender{timeout: timeout, client: &http.Client{
 		Timeout:   timeout,
 		Transport: tr,
@@ -39,6 +52,19 @@ func newSender(timeout time.Duration) *sender {
 		// would send a signed event where its subscriber did not say.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+}
+
+// errPrivate refuses a connection to a private address.
+var errPrivate = errors.New("the webhook's address is on this machine or a private network")
+
+// refusePrivate is a dialer's Control that refuses private addresses
+// (events.PrivateAddr).
+func refusePrivate(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || events.PrivateAddr(ap.Addr()) {
+		return errPrivate
+	}
+	return nil
 }
 
 // outcome is what a receiver made of one delivery.
@@ -95,6 +121,9 @@ func (s *sender) describe(err error) string {
 			return fmt.Sprintf("no answer within %v", s.timeout)
 		}
 		err = ue.Err
+	}
+	if errors.Is(err, errPrivate) {
+		return errPrivate.Error()
 	}
 	why := err.Error()
 	if len(why) > maxWhy {

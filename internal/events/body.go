@@ -158,8 +158,8 @@ type subscriptionBody struct {
 const maxDevices = 1000
 
 // parseSubscription reads the body of POST /subscriptions or PATCH, over
-// base (the subscription as it is, for PATCH).
-func parseSubscription(body []byte, base Subscription, allowHTTP bool) (Subscription, error) {
+// base (the subscription as it is, for PATCH), under the webhook rules r.
+func parseSubscription(body []byte, base Subscription, r Rules) (Subscription, error) {
 	var b subscriptionBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -212,37 +212,32 @@ func parseSubscription(body []byte, base Subscription, allowHTTP bool) (Subscrip
 	}
 	if b.Webhook != nil {
 		sub.Webhook = *b.Webhook
-		if msg := checkWebhook(sub.Webhook, allowHTTP); msg != "" {
+		if msg := checkWebhook(sub.Webhook, r.AllowHTTP, r.AllowPrivate); msg != "" {
 			errs.Add(msg, "url_parsing", "body", "webhook")
 		}
 	}
 	return sub, errs.Err()
 }
 
-// checkWebhook says what is wrong with a webhook URL, or "". Plain http
-// is for local receivers only unless allowHTTP.
-func checkWebhook(raw string, allowHTTP bool) string {
+// checkWebhook says what is wrong with a webhook URL, or "". A webhook
+// is https to a public host; plain http needs allowHTTP, and a host on
+// this machine or a private network needs allowPrivate.
+func checkWebhook(raw string, allowHTTP, allowPrivate bool) string {
 	if raw == "" {
 		return "" // pull only
 	}
 	u, err := url.Parse(raw)
 	switch {
-	case err != nil || u.Host == "" || len(raw) > 2048:
+	case err != nil || u.Host == "" || len(raw) > 2048 || (u.Scheme != "https" && u.Scheme != "http"):
 		return "Must be an absolute http(s) URL of at most 2048 bytes."
 	case u.User != nil:
 		return "Must not hold credentials: deliveries are signed instead."
-	case u.Scheme == "https":
-		return ""
-	case u.Scheme == "http" && (allowHTTP || isLoopback(u.Hostname())):
-		return ""
-	case u.Scheme == "http":
-		return "Must be https (plain http only to this machine, or with EVENTS_ALLOW_HTTP_WEBHOOKS)."
+	case privateHost(u.Hostname()) && !allowPrivate:
+		return "Must not point to this machine or a private network (EVENTS_ALLOW_PRIVATE_WEBHOOKS allows it)."
+	case u.Scheme == "http" && !allowHTTP && !(allowPrivate && privateHost(u.Hostname())):
+		return "Must be https (plain http only to a private host where private webhooks are allowed, or with EVENTS_ALLOW_HTTP_WEBHOOKS)."
 	}
-	return "Must be an absolute http(s) URL."
-}
-
-func isLoopback(host string) bool {
-	return host == "localhost" || host == "::1" || strings.HasPrefix(host, "127.")
+	return ""
 }
 
 func subscriptionProblem(err error) string {

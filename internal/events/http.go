@@ -45,8 +45,9 @@ type Rules struct {
 	MaxBodyBytes int64
 	// SecretGrace is how long a rotated secret keeps signing.
 	SecretGrace time.Duration
-	// AllowHTTP lets webhooks be plain http beyond this machine.
-	AllowHTTP bool
+	// AllowHTTP lets webhooks be plain http; AllowPrivate lets them
+	// point to this machine or a private network.
+	AllowHTTP, AllowPrivate bool
 	// Stream paces the live streams; zero values take the defaults.
 	Stream StreamTiming
 }
@@ -144,7 +145,7 @@ func (h *Handler) CreateSubscription(c *gin.Context) {
 	if !ok {
 		return
 	}
-	sub, err := parseSubscription(b, Subscription{}, h.rules.AllowHTTP)
+	sub, err := parseSubscription(b, Subscription{}, h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -216,7 +217,7 @@ func (h *Handler) UpdateSubscription(c *gin.Context) {
 	if !ok {
 		return
 	}
-	next, err := parseSubscription(b, sub, h.rules.AllowHTTP)
+	next, err := parseSubscription(b, sub, h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
