@@ -305,12 +305,7 @@ func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[s
 	for i, w := range ws {
 		subs[i] = w.id
 	}
-	var devs []string
-	for i, p := range ps {
-		if i == 0 || ps[i-1].Device != p.Device {
-			devs = append(devs, p.Device)
-		}
-	}
+	devs := deviceIDs(ps)
 	rows, err := tx.Query(ctx, `
 SELECT subscription::text, device, fence, entered_at, dwelled FROM event_memberships
 WHERE subscription = ANY($1::uuid[]) AND device = ANY($2::text[])`, subs, devs)

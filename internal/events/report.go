@@ -129,12 +129,7 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 // before and locks all of them, in device order so that two reports never
 // wait for each other in a cycle, and returns their last positions.
 func lockDevices(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (map[string]*last, error) {
-	var ids []string
-	for i, p := range ps {
-		if i == 0 || ps[i-1].Device != p.Device {
-			ids = append(ids, p.Device)
-		}
-	}
+	ids := deviceIDs(ps)
 	if _, err := tx.Exec(ctx, `
 INSERT INTO event_devices (owner, device)
 SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
@@ -164,6 +159,18 @@ ORDER BY device FOR UPDATE`, owner, ids)
 		out[id] = l
 	}
 	return out, rows.Err()
+}
+
+// deviceIDs lists the devices of ps, which are sorted by device, once
+// each.
+func deviceIDs(ps []Position) []string {
+	var ids []string
+	for i, p := range ps {
+		if i == 0 || ps[i-1].Device != p.Device {
+			ids = append(ids, p.Device)
+		}
+	}
+	return ids
 }
 
 func insertPositions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, late []bool) error {
