@@ -54,14 +54,8 @@ func TestMapDevicesInBrowser(t *testing.T) {
 		}
 	}()
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#apikey")),
-		chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
-		chromedp.Click(chromedp.CSS("#keyform button")),
-		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(geogateMap.jumpTo({center: [13.8, 52.5], zoom: 7}), true)`))
-			return err
-		}),
+		signIn(base, secret),
+		jumpTo(13.8, 52.5, 7),
 		chromedp.Click(chromedp.CSS("#devices-toggle")),
 	)
 	if err != nil {

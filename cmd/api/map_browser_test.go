@@ -62,14 +62,8 @@ func TestMapInBrowser(t *testing.T) {
 	}()
 
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#apikey")),
-		chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
-		chromedp.Click(chromedp.CSS("#keyform button")),
-		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(geogateMap.jumpTo({center: [13.35, 52.5], zoom: 8}), true)`))
-			return err
-		}),
+		signIn(base, secret),
+		jumpTo(13.35, 52.5, 8),
 	)
 	if err != nil {
 		screenshot(t, ctx, dir, "map-0-failed")
@@ -229,10 +223,7 @@ func TestMapShowsTileRefusals(t *testing.T) {
 		}
 	}()
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#apikey")),
-		chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
-		chromedp.Click(chromedp.CSS("#keyform button")),
+		signIn(base, secret),
 	)
 	if err != nil {
 		t.Fatalf("opening the map: %v", err)
@@ -257,4 +248,24 @@ func TestMapShowsTileRefusals(t *testing.T) {
 	if err != nil || len(panel) == 0 {
 		t.Errorf("no window shown as spent (%v): %v", err, panel)
 	}
+}
+
+// signIn opens the map page at base and gives it the API key secret.
+func signIn(base, secret string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		return chromedp.Do(ctx,
+			chromedp.Navigate(base+"/"),
+			chromedp.WaitVisible(chromedp.CSS("#apikey")),
+			chromedp.SendKeys(chromedp.CSS("#apikey"), secret),
+			chromedp.Click(chromedp.CSS("#keyform button")),
+		)
+	})
+}
+
+// jumpTo moves the map page's map to lng, lat at zoom.
+func jumpTo(lng, lat float64, zoom int) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(geogateMap.jumpTo({center: [%g, %g], zoom: %d}), true)`, lng, lat, zoom)))
+		return err
+	})
 }
