@@ -3,12 +3,13 @@ package events
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Position is one report of where a device was.
@@ -95,7 +96,7 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 			late[i] = true
 			r.Late++
 			continue
-		case s.s.IgnoreWithinAccuracy && l.known && p.Accuracy != nil && metres(l.lng, l.lat, p.Lng, p.Lat) < *p.Accuracy:
+		case s.s.IgnoreWithinAccuracy && l.known && p.Accuracy != nil && spatial.SphereMetres(l.lng, l.lat, p.Lng, p.Lat) < *p.Accuracy:
 			r.Still++
 			l.at = p.Time // a later position is still not late
 		default:
@@ -206,14 +207,4 @@ UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, upd
 FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(d, t, x, y, a)
 WHERE d.owner = $1 AND d.device = u.d`, owner, dev, at, lng, lat, acc)
 	return err
-}
-
-// metres is the distance between two points on a sphere of the Earth's
-// mean radius: close enough to compare with a GPS accuracy.
-func metres(lng1, lat1, lng2, lat2 float64) float64 {
-	const r = 6371008.8
-	rad := math.Pi / 180
-	dLat, dLng := (lat2-lat1)*rad, (lng2-lng1)*rad
-	a := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dLng/2)*math.Sin(dLng/2)
-	return 2 * r * math.Asin(math.Min(1, math.Sqrt(a)))
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/geogate/geogate/internal/spatial"
 )
 
 // point is a longitude and latitude in degrees.
@@ -29,15 +31,9 @@ var routes = []route{
 	{"Geneva–Chamonix–Aosta (CHE, FRA, ITA)", []point{{6.14, 46.2}, {6.87, 45.92}, {7.32, 45.74}}},
 }
 
-// metres between two points, on a sphere (haversine): exact enough for a
-// speed and a route's length.
-func metres(a, b point) float64 {
-	const r = 6371008.8
-	φ1, φ2 := a.lat*math.Pi/180, b.lat*math.Pi/180
-	dφ, dλ := φ2-φ1, (b.lng-a.lng)*math.Pi/180
-	h := math.Sin(dφ/2)*math.Sin(dφ/2) + math.Cos(φ1)*math.Cos(φ2)*math.Sin(dλ/2)*math.Sin(dλ/2)
-	return 2 * r * math.Asin(math.Sqrt(h))
-}
+// metres between two points, on a sphere: exact enough for a speed and a
+// route's length.
+func metres(a, b point) float64 { return spatial.SphereMetres(a.lng, a.lat, b.lng, b.lat) }
 
 // bearing from a to b, degrees clockwise from north in [0, 360).
 func bearing(a, b point) float64 {
