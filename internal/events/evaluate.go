@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	geom "github.com/twpayne/go-geom"
 
 	"github.com/geogate/geogate/internal/spatial"
@@ -42,8 +43,8 @@ type event struct {
 
 // transitions evaluates the positions ps[i] for i in evaluated against
 // every subscription of owner that owner may still read, moves the stays
-// on and writes the events they make; it returns how many of each kind.
-func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) (map[Kind]int, error) {
+// on and returns the events they make, for writeEvents to write.
+func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) ([]event, error) {
 	ws, err := s.watches(ctx, tx, owner)
 	if err != nil || len(ws) == 0 {
 		return nil, err
@@ -97,17 +98,11 @@ func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps [
 			}
 		}
 	}
-	if err := lockOutboxes(ctx, tx, evs); err != nil {
-		return nil, err
+	lost, err := saveStays(ctx, tx, before, after)
+	if err != nil || len(lost) == 0 {
+		return evs, err
 	}
-	if err := saveStays(ctx, tx, before, after); err != nil {
-		return nil, err
-	}
-	kinds := map[Kind]int{}
-	for _, e := range evs {
-		kinds[e.kind]++
-	}
-	return kinds, s.insertEvents(ctx, tx, evs)
+	return slices.DeleteFunc(evs, func(e event) bool { return lost[e.stayKey] && (e.kind == Exit || e.kind == Dwell) }), nil
 }
 
 // watches are owner's subscriptions whose layer owner may still read: a
@@ -326,30 +321,54 @@ WHERE subscription = ANY($1::uuid[]) AND device = ANY($2::text[])`, subs, devs)
 }
 
 // saveStays writes what changed between before and after: stays ended or
-// changed go, stays begun or changed come.
-func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) error {
+// changed go, stays begun or changed come. It returns the stays of before
+// it found gone already: a fence's exit trigger ended them after the
+// report read them (and wrote their exits), so they are not written again
+// and the report tells nothing more of them.
+func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (map[stayKey]bool, error) {
 	var gone, come []stayKey
 	for k, b := range before {
 		if a, ok := after[k]; !ok || a != b {
 			gone = append(gone, k)
 		}
 	}
+	lost := map[stayKey]bool{}
+	if len(gone) > 0 {
+		subs, devs, fences := columns(gone)
+		rows, err := tx.Query(ctx, `
+DELETE FROM event_memberships m
+USING unnest($1::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
+WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f
+RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
+		if err != nil {
+			return nil, err
+		}
+		found := map[stayKey]bool{}
+		for rows.Next() {
+			var k stayKey
+			if err := rows.Scan(&k.sub, &k.device, &k.fence); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			found[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, k := range gone {
+			if !found[k] {
+				lost[k] = true
+			}
+		}
+	}
 	for k, a := range after {
-		if b, ok := before[k]; !ok || a != b {
+		if b, ok := before[k]; (!ok || a != b) && !lost[k] {
 			come = append(come, k)
 		}
 	}
-	if len(gone) > 0 {
-		subs, devs, fences := columns(gone)
-		if _, err := tx.Exec(ctx, `
-DELETE FROM event_memberships m
-USING unnest($1::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
-WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f`, subs, devs, fences); err != nil {
-			return err
-		}
-	}
 	if len(come) == 0 {
-		return nil
+		return lost, nil
 	}
 	subs, devs, fences := columns(come)
 	since, dwelled := make([]time.Time, len(come)), make([]bool, len(come))
@@ -359,7 +378,7 @@ WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f`, subs, devs, fe
 	_, err := tx.Exec(ctx, `
 INSERT INTO event_memberships (subscription, device, fence, entered_at, dwelled)
 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])`, subs, devs, fences, since, dwelled)
-	return err
+	return lost, err
 }
 
 func columns(ks []stayKey) (subs, devs, fences []string) {
@@ -371,33 +390,33 @@ func columns(ks []stayKey) (subs, devs, fences []string) {
 
 // lockOutboxesSQL takes the outbox lock of each subscription in $1, in
 // one order for every writer, so that no two wait for each other in a
-// cycle. The fences' exit trigger takes the same locks, also before it
-// changes any stay.
+// cycle. The fences' exit trigger and the deletion of a subscription take
+// the same locks, each after its changes to the stays.
 const lockOutboxesSQL = `
 SELECT count(pg_advisory_xact_lock(1734829430, hashtext(s)))
 FROM (SELECT DISTINCT s FROM unnest($1::text[]) s ORDER BY s) l`
 
-// lockOutboxes takes the outbox lock of each subscription that evs go
-// to, held until the transaction ends: the events of one subscription are
-// then numbered in the order their transactions commit, so a reader that
-// has seen event n of a subscription never later finds one below n.
-func lockOutboxes(ctx context.Context, tx pgx.Tx, evs []event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	subs := make([]string, len(evs))
-	for i, e := range evs {
-		subs[i] = e.sub
-	}
-	_, err := tx.Exec(ctx, lockOutboxesSQL, subs)
-	return err
-}
+// insertEventsSQL writes events in the order given, which is each
+// (subscription, device)'s order in time, leaving out those of
+// subscriptions deleted since the report read them: a deletion holds the
+// outbox lock until it commits, so after the lock this statement sees it.
+const insertEventsSQL = `
+INSERT INTO events (subscription, device, layer, fence, kind, time, lng, lat, state)
+SELECT u.s, u.d, u.l, u.f, u.k, u.t, u.x, u.y, u.st
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
+  WITH ORDINALITY AS u(s, d, l, f, k, t, x, y, st, n)
+WHERE u.s IN (SELECT id FROM event_subscriptions WHERE id = ANY($1::uuid[]))
+ORDER BY u.n`
 
-// insertEvents writes evs to the outbox in their order, which is each
-// (subscription, device)'s order in time.
-func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, evs []event) error {
+// writeEvents takes the outbox lock of each subscription that evs go to,
+// held until the transaction ends, and writes evs, in one round trip. The
+// events of one subscription are then numbered in the order their
+// transactions commit, so a reader that has seen event n of a
+// subscription never later finds one below n. It returns how many it
+// wrote.
+func writeEvents(ctx context.Context, tx pgx.Tx, evs []event) (int, error) {
 	if len(evs) == 0 {
-		return nil
+		return 0, nil
 	}
 	n := len(evs)
 	subs, devs, layers, fences, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -409,11 +428,17 @@ func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, evs []event) erro
 			states[i] = "pending"
 		}
 	}
-	_, err := tx.Exec(ctx, `
-INSERT INTO events (subscription, device, layer, fence, kind, time, lng, lat, state)
-SELECT u.s, u.d, u.l, u.f, u.k, u.t, u.x, u.y, u.st
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
-  WITH ORDINALITY AS u(s, d, l, f, k, t, x, y, st, n)
-ORDER BY u.n`, subs, devs, layers, fences, kinds, at, lng, lat, states)
-	return err
+	b := &pgx.Batch{}
+	b.Queue(lockOutboxesSQL, subs)
+	b.Queue(insertEventsSQL, subs, devs, layers, fences, kinds, at, lng, lat, states)
+	br := tx.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return int(tag.RowsAffected()), err
 }

@@ -3,12 +3,15 @@ package events
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -46,13 +49,19 @@ type last struct {
 // returns without error every event exists, and none exists otherwise.
 func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Report, error) {
 	var r Report
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			var err error
-			r, err = s.report(ctx, tx, owner, ps)
-			return err
+	var err error
+	for try := 0; try < 3; try++ {
+		err = s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+			return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				var err error
+				r, err = s.report(ctx, tx, owner, ps)
+				return err
+			})
 		})
-	})
+		if !again(err) {
+			break
+		}
+	}
 	if err != nil {
 		return Report{}, err
 	}
@@ -65,16 +74,27 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 	return r, nil
 }
 
+// again reports a report rolled back by a change made beside it, which
+// goes through when run again:
+//
+//   - a deadlock broken: a report takes its stays' rows, then its
+//     subscriptions' outbox locks; a transaction that changes several
+//     fences one statement at a time can take them the other way round;
+//   - a subscription deleted after the report read it, whose new stays
+//     then break their foreign key (23503): run again, the report no
+//     longer sees it.
+func again(err error) bool {
+	var pe *pgconn.PgError
+	return pg.Deadlocked(err) || errors.As(err, &pe) && pe.Code == "23503" && pe.TableName == "event_memberships"
+}
+
 // smallJoinsSQL tells the planner that every join of a report is small: a
 // batch's points, devices and stays, each found by an index. Left to its
 // estimates, it would hash the whole fence layer (50,000 rows) to join the
 // few dozen fences a batch's points fall in.
-const smallJoinsSQL = `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`
+const smallJoinsSQL = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
 
 func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (Report, error) {
-	if _, err := tx.Exec(ctx, smallJoinsSQL); err != nil {
-		return Report{}, err
-	}
 	ps = slices.Clone(ps)
 	// Each device's positions in time order; a stable sort keeps a
 	// batch's own order between positions of the same time.
@@ -113,45 +133,91 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 	if err := insertPositions(ctx, tx, owner, ps, late); err != nil {
 		return Report{}, err
 	}
+	var evs []event
 	if len(evaluated) > 0 {
-		kinds, err := s.transitions(ctx, tx, owner, ps, evaluated, from)
-		if err != nil {
+		if evs, err = s.transitions(ctx, tx, owner, ps, evaluated, from); err != nil {
 			return Report{}, err
 		}
-		r.kinds = kinds
-		for _, n := range kinds {
-			r.Events += n
-		}
 	}
-	return r, updateDevices(ctx, tx, owner, lasts)
+	if err := updateDevices(ctx, tx, owner, lasts); err != nil {
+		return Report{}, err
+	}
+	// Last, so that the outbox locks are held for as short a time as can
+	// be: from here to the commit, reports to one subscription take turns.
+	if r.Events, err = writeEvents(ctx, tx, evs); err != nil {
+		return Report{}, err
+	}
+	r.kinds = map[Kind]int{}
+	for _, e := range evs {
+		r.kinds[e.kind]++
+	}
+	return r, nil
 }
 
-// lockDevices creates the devices of ps that owner has not reported
-// before and locks all of them, in device order so that two reports never
-// wait for each other in a cycle, and returns their last positions.
+// lockDevicesSQL locks owner's devices $2, in device order so that two
+// reports never wait for each other in a cycle, and returns their last
+// positions.
+const lockDevicesSQL = `
+SELECT device, time, lng, lat, accuracy FROM event_devices
+WHERE owner = $1 AND device = ANY($2::text[])
+ORDER BY device FOR UPDATE`
+
+// lockDevices locks the devices of ps, creating those that owner has not
+// reported before, and returns their last positions. The planner is told
+// first that every join of the report is small (smallJoinsSQL).
 func lockDevices(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (map[string]*last, error) {
 	ids := deviceIDs(ps)
+	b := &pgx.Batch{}
+	b.Queue(smallJoinsSQL)
+	b.Queue(lockDevicesSQL, owner, ids)
+	br := tx.SendBatch(ctx, b)
+	out := map[string]*last{}
+	_, err := br.Exec()
+	if err == nil {
+		err = scanLasts(br, out)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || len(out) == len(ids) {
+		return out, err
+	}
+	// Devices new to owner: created in order, then locked as the others.
+	var fresh []string
+	for _, id := range ids {
+		if out[id] == nil {
+			fresh = append(fresh, id)
+		}
+	}
 	if _, err := tx.Exec(ctx, `
 INSERT INTO event_devices (owner, device)
 SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
-ON CONFLICT DO NOTHING`, owner, ids); err != nil {
+ON CONFLICT DO NOTHING`, owner, fresh); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `
-SELECT device, time, lng, lat, accuracy FROM event_devices
-WHERE owner = $1 AND device = ANY($2::text[])
-ORDER BY device FOR UPDATE`, owner, ids)
+	rows, err := tx.Query(ctx, lockDevicesSQL, owner, fresh)
 	if err != nil {
 		return nil, err
 	}
+	return out, scanLastRows(rows, out)
+}
+
+func scanLasts(br pgx.BatchResults, out map[string]*last) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	return scanLastRows(rows, out)
+}
+
+func scanLastRows(rows pgx.Rows, out map[string]*last) error {
 	defer rows.Close()
-	out := make(map[string]*last, len(ids))
 	for rows.Next() {
 		var id string
 		var at *time.Time
 		var lng, lat, acc *float64
 		if err := rows.Scan(&id, &at, &lng, &lat, &acc); err != nil {
-			return nil, err
+			return err
 		}
 		l := &last{accuracy: acc}
 		if at != nil && lng != nil && lat != nil {
@@ -159,7 +225,7 @@ ORDER BY device FOR UPDATE`, owner, ids)
 		}
 		out[id] = l
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // deviceIDs lists the devices of ps, which are sorted by device, once

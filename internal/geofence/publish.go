@@ -189,7 +189,7 @@ func buildParts(ctx context.Context, tx pgx.Tx, own string, l *catalog.Layer, n 
 		fmt.Sprintf("CREATE TABLE %s AS SELECT l.%s AS key, NULL::geometry(Geometry, %d) AS geom FROM %s l WITH NO DATA", dst, key, l.SRID, table),
 		fmt.Sprintf("ALTER TABLE %s ALTER COLUMN key SET NOT NULL, ALTER COLUMN geom SET NOT NULL", dst),
 		fmt.Sprintf("INSERT INTO %s (key, geom) SELECT l.%s, x FROM %s l, %s.layer_parts_of(l.%s) AS x", dst, key, table, catalog.QuoteIdent(own), col),
-		fmt.Sprintf("CREATE INDEX ON %s USING gist (geom)", dst),
+		fmt.Sprintf("CREATE INDEX ON %s USING spgist (geom)", dst), // see migration 00020
 		fmt.Sprintf("CREATE INDEX ON %s (key)", dst),
 		trigger(0, "INSERT", "REFERENCING NEW TABLE AS geogate_new"),
 		trigger(1, "UPDATE", "REFERENCING OLD TABLE AS geogate_old NEW TABLE AS geogate_new"),

@@ -318,3 +318,61 @@ func TestMigrationAddsKeyAdmin(t *testing.T) {
 		t.Errorf("after down to 11 again: %d new columns and %d audit tables left", c, n)
 	}
 }
+
+// TestMigrationIndexesCopiesWithSPGiST: migration 20 gives the fences'
+// subdivided copy and a layer's copy made before it (found through its
+// layer_parts_sync trigger) an SP-GiST index in place of their GiST one,
+// the copy still answers through it, and down gives the fences' copy its
+// GiST index back.
+func TestMigrationIndexesCopiesWithSPGiST(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t)
+	ctx := context.Background()
+	p, closer, err := pg.Provider(db, pg.Schemas{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, err := p.DownTo(ctx, 19); err != nil {
+		t.Fatalf("migrate down to 19: %v", err)
+	}
+	methods := func(table string) string {
+		t.Helper()
+		var got string
+		if err := db.QueryRow(ctx, `
+SELECT coalesce(string_agg(a.amname::text, ',' ORDER BY a.amname), '')
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE i.indrelid = $1::regclass AND a.amname IN ('gist', 'spgist')`, table).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	mustExec(t, db, `
+CREATE TABLE public.old_lakes (id integer PRIMARY KEY, geom geometry(Polygon, 4326));
+CREATE TABLE geogate.old_lakes_parts (key integer NOT NULL, geom geometry(Geometry, 4326) NOT NULL);
+CREATE INDEX ON geogate.old_lakes_parts USING gist (geom);
+CREATE TRIGGER old_lakes_parts_insert AFTER INSERT ON public.old_lakes REFERENCING NEW TABLE AS geogate_new
+  FOR EACH STATEMENT EXECUTE FUNCTION geogate.layer_parts_sync('old_lakes_parts', 'id', 'geom')`)
+	if got := methods("geogate.old_lakes_parts"); got != "gist" {
+		t.Fatalf("the copy before the migration is indexed by %q, want gist", got)
+	}
+	if err := pg.Migrate(ctx, db, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Migrate() = %v", err)
+	}
+	for _, table := range []string{"geogate.geofence_parts", "geogate.old_lakes_parts"} {
+		if got := methods(table); got != "spgist" {
+			t.Errorf("%s after the migration is indexed by %q, want spgist alone", table, got)
+		}
+	}
+	mustExec(t, db, `INSERT INTO public.old_lakes VALUES (1, ST_MakeEnvelope(10, 10, 11, 11, 4326))`)
+	var key int
+	if err := db.QueryRow(ctx, `SELECT key FROM geogate.old_lakes_parts WHERE ST_Intersects(geom, ST_SetSRID(ST_MakePoint(10.5, 10.5), 4326))`).Scan(&key); err != nil || key != 1 {
+		t.Errorf("the copy's part under a point = %d, %v; want 1", key, err)
+	}
+	if _, err := p.DownTo(ctx, 19); err != nil {
+		t.Fatalf("migrate down to 19 again: %v", err)
+	}
+	if got := methods("geogate.geofence_parts"); got != "gist" {
+		t.Errorf("the fences' copy after down to 19 is indexed by %q, want gist", got)
+	}
+}

@@ -202,6 +202,13 @@ func IsConnectErr(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// Deadlocked reports a transaction that PostgreSQL rolled back to break
+// a deadlock (SQLSTATE 40P01): run again, it normally succeeds.
+func Deadlocked(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
 // Stale reports whether a query's error says it named a relation, column
 // or type that is not, or no longer, what the catalog said: the table was
 // dropped, altered or retyped after the layers were read. Read the catalog

@@ -1,0 +1,191 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// left counts what subscription sub still has in the outbox and the stays.
+func left(t *testing.T, pool *pgxpool.Pool, sub string) (evs, stays int) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `SELECT
+  (SELECT count(*) FROM geogate.events WHERE subscription = $1::uuid),
+  (SELECT count(*) FROM geogate.event_memberships WHERE subscription = $1::uuid)`, sub).Scan(&evs, &stays); err != nil {
+		t.Fatal(err)
+	}
+	return evs, stays
+}
+
+// waitForLock waits until a statement of another session waits for a lock
+// of the given type (advisory, or a row's transactionid), and fails after
+// 10 s.
+func waitForLock(t *testing.T, pool *pgxpool.Pool, locktype string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = $1`, locktype).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session waited for a %s lock within 10 s", locktype)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDeletedSubscriptionLeavesNothing: deleting a subscription deletes
+// its events and its stays with it.
+func TestDeletedSubscriptionLeavesNothing(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	svc := newService(t, pool, testSettings)
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	report(t, svc, "key:one", pos("a", 0, berlin), pos("b", 0, warsaw))
+	if evs, stays := left(t, pool, sub); evs != 2 || stays != 2 {
+		t.Fatalf("before the deletion: %d events, %d stays; want 2, 2", evs, stays)
+	}
+	if err := svc.DeleteSubscription(context.Background(), "key:one", sub); err != nil {
+		t.Fatal(err)
+	}
+	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
+		t.Errorf("after the deletion: %d events, %d stays left; want none", evs, stays)
+	}
+}
+
+// TestReportBesideADeletion: a report that read a subscription just
+// before it was deleted neither fails nor leaves an event or a stay of
+// it behind, whether it ends a stay or begins one.
+func TestReportBesideADeletion(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	report(t, svc, "key:one", pos("a", 0, berlin))
+
+	// The deletion holds the subscription's row and its stays until it
+	// commits; the report, which moves a from DEU to POL, waits for them.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `DELETE FROM geogate.event_subscriptions WHERE id = $1::uuid`, sub); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, warsaw)})
+		done <- err
+	}()
+	waitForLock(t, pool, "transactionid")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Report() beside the deletion = %v, want it to go through", err)
+	}
+	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
+		t.Errorf("after the report: %d events, %d stays of the deleted subscription; want none", evs, stays)
+	}
+}
+
+// TestReportBesideFenceChanges: a transaction that deletes two fences one
+// statement at a time, beside a report whose device leaves the second,
+// takes the outbox lock and the stay the other way round from the report.
+// PostgreSQL breaks the deadlock by rolling the report back; the report
+// runs again and goes through, and the stay's exit is told once, by the
+// fence's deletion.
+func TestReportBesideFenceChanges(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	deu, pol := fenceID(t, pool, "DEU"), fenceID(t, pool, "POL")
+	names := map[string]string{deu: "DEU", pol: "POL"}
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	report(t, svc, "key:one", pos("a", 0, berlin), pos("b", 0, warsaw))
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	// Its exit trigger ends b's stay, then takes the outbox lock.
+	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, pol); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// a leaves DEU: the report ends a's stay, then waits for the lock.
+		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, baltic)})
+		done <- err
+	}()
+	waitForLock(t, pool, "advisory")
+	// Ending a's stay, the second deletion waits for the report.
+	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
+		t.Fatalf("the second deletion = %v, want the report rolled back instead", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Report() beside the fence changes = %v, want it run again and through", err)
+	}
+	evs := pull(t, svc, "key:one", sub)
+	if got, want := kinds(evs, names), "enter DEU a, enter POL b, exit POL b, exit DEU a"; got != want {
+		t.Errorf("events = %s\nwant %s", got, want)
+	}
+	if _, stays := left(t, pool, sub); stays != 0 {
+		t.Errorf("%d stays left, want none", stays)
+	}
+}
+
+// TestExitToldOnceBesideAFenceDeletion: a report that read a device's
+// stay in a fence whose deletion then commits finds the stay ended
+// already; the deletion told the exit, and the report does not tell it
+// again.
+func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	deu := fenceID(t, pool, "DEU")
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	report(t, svc, "key:one", pos("a", 0, berlin))
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, baltic)})
+		done <- err
+	}()
+	waitForLock(t, pool, "transactionid") // the report, ending the stay the deletion holds
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Report() = %v", err)
+	}
+	evs := pull(t, svc, "key:one", sub)
+	if got, want := kinds(evs, map[string]string{deu: "DEU"}), "enter DEU a, exit DEU a"; got != want {
+		t.Errorf("events = %s\nwant %s", got, want)
+	}
+	if len(evs) == 2 && evs[1].Cause != "fence-deleted" {
+		t.Errorf("the exit's cause = %s, want fence-deleted", evs[1].Cause)
+	}
+}
