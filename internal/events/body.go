@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"slices"
@@ -41,6 +42,9 @@ func parsePositions(body []byte, max int, now time.Time, skew time.Duration) ([]
 	case single:
 		raws = []json.RawMessage{body}
 	default:
+		if ps, ok := parseWhole(body, max, now.Add(skew)); ok {
+			return ps, nil
+		}
 		if err := json.Unmarshal(body, &raws); err != nil {
 			return nil, apperr.InvalidField("Body must be a JSON object (a position) or an array of them.", "json_invalid", "body")
 		}
@@ -71,8 +75,32 @@ func parsePositions(body []byte, max int, now time.Time, skew time.Duration) ([]
 	return out, nil
 }
 
+// parseWhole reads an array of valid positions in one pass, the common
+// case; it fails, and the caller goes through the body position by
+// position to say where each problem is, on anything else.
+func parseWhole(body []byte, max int, latest time.Time) ([]Position, bool) {
+	var bs []positionBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&bs); err != nil || len(bs) == 0 || len(bs) > max {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // something follows the array
+	}
+	out := make([]Position, len(bs))
+	errs := &apperr.ValidationError{}
+	for i, b := range bs {
+		p, ok := checkPosition(b, latest, errs, nil)
+		if !ok {
+			return nil, false
+		}
+		out[i] = p
+	}
+	return out, true
+}
+
 func parsePosition(raw json.RawMessage, latest time.Time, errs *apperr.ValidationError, loc []any) (Position, bool) {
-	at := func(field string) []any { return append(slices.Clone(loc), field) }
 	var b positionBody
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -80,6 +108,12 @@ func parsePosition(raw json.RawMessage, latest time.Time, errs *apperr.Validatio
 		errs.Add(decodeProblem(err), "value_error", loc...)
 		return Position{}, false
 	}
+	return checkPosition(b, latest, errs, loc)
+}
+
+// checkPosition validates b, adding its problems to errs at loc.
+func checkPosition(b positionBody, latest time.Time, errs *apperr.ValidationError, loc []any) (Position, bool) {
+	at := func(field string) []any { return append(slices.Clone(loc), field) }
 	n := len(errs.Fields)
 	switch {
 	case b.Device == nil:

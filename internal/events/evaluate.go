@@ -294,6 +294,10 @@ func (s *Service) filtered(ctx context.Context, tx pgx.Tx, g group, keys [][]str
 	return out, nil
 }
 
+// Subscription ids go to PostgreSQL as text[] and are cast there: pgx
+// has no binary plan from a Go string to a uuid, and its fallback to text
+// builds an error for every element first.
+
 // loadStays reads the stays of the devices of ps in the subscriptions ws.
 func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[stayKey]stay, error) {
 	subs := make([]string, len(ws))
@@ -303,7 +307,7 @@ func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[s
 	devs := deviceIDs(ps)
 	rows, err := tx.Query(ctx, `
 SELECT subscription::text, device, fence, entered_at, dwelled FROM event_memberships
-WHERE subscription = ANY($1::uuid[]) AND device = ANY($2::text[])`, subs, devs)
+WHERE subscription = ANY($1::text[]::uuid[]) AND device = ANY($2::text[])`, subs, devs)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +341,7 @@ func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (
 		subs, devs, fences := columns(gone)
 		rows, err := tx.Query(ctx, `
 DELETE FROM event_memberships m
-USING unnest($1::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
+USING unnest($1::text[]::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
 WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f
 RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
 		if err != nil {
@@ -377,7 +381,7 @@ RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
 	}
 	_, err := tx.Exec(ctx, `
 INSERT INTO event_memberships (subscription, device, fence, entered_at, dwelled)
-SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])`, subs, devs, fences, since, dwelled)
+SELECT * FROM unnest($1::text[]::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])`, subs, devs, fences, since, dwelled)
 	return lost, err
 }
 
@@ -403,9 +407,9 @@ FROM (SELECT DISTINCT s FROM unnest($1::text[]) s ORDER BY s) l`
 const insertEventsSQL = `
 INSERT INTO events (subscription, device, layer, fence, kind, time, lng, lat, state)
 SELECT u.s, u.d, u.l, u.f, u.k, u.t, u.x, u.y, u.st
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
+FROM unnest($1::text[]::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
   WITH ORDINALITY AS u(s, d, l, f, k, t, x, y, st, n)
-WHERE u.s IN (SELECT id FROM event_subscriptions WHERE id = ANY($1::uuid[]))
+WHERE u.s IN (SELECT id FROM event_subscriptions WHERE id = ANY($1::text[]::uuid[]))
 ORDER BY u.n`
 
 // writeEvents takes the outbox lock of each subscription that evs go to,

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func FuzzPositions(f *testing.F) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body string) {
 		ps, err := parsePositions([]byte(body), 50, now, time.Minute)
+		checkOnePass(t, body, now.Add(time.Minute))
 		if err != nil {
 			checkValidation(t, err, body)
 			return
@@ -39,6 +41,33 @@ func FuzzPositions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkOnePass: when the one-pass reading of an array takes it, reading
+// it position by position takes it too, with the same positions.
+func checkOnePass(t *testing.T, body string, latest time.Time) {
+	t.Helper()
+	fast, ok := parseWhole([]byte(body), 50, latest)
+	if !ok {
+		return
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal([]byte(body), &raws); err != nil {
+		t.Fatalf("read in one pass, but not an array of JSON values: %v", err)
+	}
+	errs := &apperr.ValidationError{}
+	for i, raw := range raws {
+		p, ok := parsePosition(raw, latest, errs, []any{"body", i})
+		if !ok {
+			t.Fatalf("position %d read in one pass, refused alone: %v", i, errs.Err())
+		}
+		if !reflect.DeepEqual(p, fast[i]) {
+			t.Fatalf("position %d: one pass %+v, alone %+v", i, fast[i], p)
+		}
+	}
+	if len(raws) != len(fast) {
+		t.Fatalf("one pass read %d positions, alone %d", len(fast), len(raws))
+	}
 }
 
 // FuzzSubscriptionBody: any subscription body is either a subscription
