@@ -206,6 +206,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         printf "| geofence events: positions accepted and evaluated, batches of 100, against %s polygon fences, every transition committed, %s clients | %s positions/s, p99 %s ms per batch | the same batches through `events.Service.Report` over pgx: %s positions/s, p99 %s ms | %.0f%% | at least 10,000 positions/s | %s |\n", v["fences"], v["conc"], v["api_pps"], v["api_p99"], v["direct_pps"], v["direct_p99"], 100*v["api_pps"]/v["direct_pps"], (v["api_pps"] >= 10000) ? "yes" : "no"
         if (v["hook_n"] > 0) printf "| geofence events: position sent to its event received by a local webhook, positions at a steady %s/s | p50 %s ms, p99 %s ms (%s events) | | | p99 under 100 ms | %s |\n", v["hook_pps"], v["hook_p50"], v["hook_p99"], v["hook_n"], (v["hook_p99"] < 100) ? "yes" : "no"
         else print "| geofence events: position sent to its event received by a local webhook | not measured: no event reached the webhook | | | p99 under 100 ms | no |"
+        if (v["busy_n"] > 0) printf "| geofence events: the same at a steady %s positions/s, to one subscription | p50 %s ms, p99 %s ms; %s of the %s events made received by 20 s after the last position | | | none: about 1,600 events/s to one subscription, one event per request, 16 times the default `deliveries` policy | |\n", v["busy_pps"], v["busy_p50"], v["busy_p99"], v["busy_n"], v["busy_made"]
       }' $r/events.txt
   fi
   if [ -s $r/seed.txt ]; then

@@ -162,3 +162,14 @@ func (f *fleet) eventsPerPosition(ctx context.Context) (float64, error) {
 	}
 	return evs / ps, err
 }
+
+// hookEventsSince counts the events the hooked key's reports have made
+// since start; -1 when it cannot.
+func (f *fleet) hookEventsSince(ctx context.Context, start time.Time) int {
+	var n int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM geogate.events e JOIN geogate.event_subscriptions s ON s.id = e.subscription
+WHERE s.owner = 'key:events-bench-hook' AND e.created_at >= $1`, start).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}

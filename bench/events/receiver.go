@@ -64,17 +64,24 @@ func (r *receiver) reset() {
 	r.mu.Unlock()
 }
 
-// waitLatencies waits until no event has arrived for a second (or for at
-// most max) and returns the latencies' p50 and p99 and their count.
-func (r *receiver) waitLatencies(max time.Duration) (p50, p99 float64, n int) {
+// waitLatencies waits until want events have arrived, or none has for
+// quiet, or max has passed, and returns the latencies' p50 and p99 and
+// their count.
+func (r *receiver) waitLatencies(want int, quiet, max time.Duration) (p50, p99 float64, n int) {
 	deadline := time.After(max)
-	for quiet := false; !quiet; {
+	for done := false; !done; {
+		r.mu.Lock()
+		done = len(r.lat) >= want
+		r.mu.Unlock()
+		if done {
+			break
+		}
 		select {
 		case <-r.got:
-		case <-time.After(time.Second):
-			quiet = true
+		case <-time.After(quiet):
+			done = true
 		case <-deadline:
-			quiet = true
+			done = true
 		}
 	}
 	r.mu.Lock()
