@@ -1,0 +1,70 @@
+package delivery_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/geogate/geogate/internal/delivery"
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// TestClaimPlanWithStaleStatistics: the outbox changes faster than its
+// statistics. With statistics taken while it was empty and a backlog of
+// 3,000 due events over 40 devices, a claim computes the heads once (a
+// CTE of its own) and stays fast; inlined, the planner computed them
+// again for every due event, seconds per claim.
+func TestClaimPlanWithStaleStatistics(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe(t, "key:"+testenv.Prefix(t), "https://receiver.example/hook")
+	if _, err := f.pool.Exec(ctx, `ANALYZE geogate.events`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `
+INSERT INTO geogate.events (subscription, device, layer, fence, kind, time, lng, lat, state)
+SELECT $1::uuid, 'd' || (i % 40), 'geofences', '1', 'enter', now(), 0, 0, 'pending'
+FROM generate_series(1, 3000) i`, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+delivery.ClaimSQL, 16, 16, 60_000, delivery.ClaimWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "CTE heads") {
+		t.Errorf("the claim's plan has no CTE of the heads:\n%s", text)
+	}
+	m := regexp.MustCompile(`Execution Time: ([0-9.]+) ms`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no execution time in the plan:\n%s", text)
+	}
+	if ms, _ := strconv.ParseFloat(m[1], 64); ms > 1000 {
+		t.Errorf("a claim took %.0f ms over 3,000 due events, want well under a second:\n%s", ms, text)
+	}
+	var leased int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM geogate.events WHERE subscription = $1::uuid AND lease_until > now()`, sub.ID).Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 16 {
+		t.Errorf("the claim leased %d events, want 16: one head per device, up to the subscription's cap", leased)
+	}
+}
