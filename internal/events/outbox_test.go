@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
@@ -42,6 +43,27 @@ func waitForLock(t *testing.T, pool *pgxpool.Pool, locktype string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// reportBeside reports p for key:one while tx holds what the report
+// needs: once the report waits for a lock of the given type, meanwhile
+// runs in tx, then tx commits. It returns the report's error.
+func reportBeside(t *testing.T, pool *pgxpool.Pool, svc *events.Service, tx pgx.Tx, locktype string, p events.Position, meanwhile func()) error {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.Report(ctx, "key:one", []events.Position{p})
+		done <- err
+	}()
+	waitForLock(t, pool, locktype)
+	if meanwhile != nil {
+		meanwhile()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return <-done
 }
 
 // TestDeletedSubscriptionLeavesNothing: deleting a subscription deletes
@@ -82,16 +104,7 @@ func TestReportBesideADeletion(t *testing.T) {
 	if _, err := tx.Exec(ctx, `DELETE FROM geogate.event_subscriptions WHERE id = $1::uuid`, sub); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, warsaw)})
-		done <- err
-	}()
-	waitForLock(t, pool, "transactionid")
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, warsaw), nil); err != nil {
 		t.Fatalf("Report() beside the deletion = %v, want it to go through", err)
 	}
 	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
@@ -123,21 +136,14 @@ func TestReportBesideFenceChanges(t *testing.T) {
 	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, pol); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		// a leaves DEU: the report ends a's stay, then waits for the lock.
-		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, baltic)})
-		done <- err
-	}()
-	waitForLock(t, pool, "advisory")
-	// Ending a's stay, the second deletion waits for the report.
-	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
-		t.Fatalf("the second deletion = %v, want the report rolled back instead", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+	// a leaves DEU: the report ends a's stay, then waits for the lock;
+	// ending a's stay, the second deletion waits for the report.
+	err = reportBeside(t, pool, svc, tx, "advisory", pos("a", 1, baltic), func() {
+		if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
+			t.Fatalf("the second deletion = %v, want the report rolled back instead", err)
+		}
+	})
+	if err != nil {
 		t.Fatalf("Report() beside the fence changes = %v, want it run again and through", err)
 	}
 	evs := pull(t, svc, "key:one", sub)
@@ -169,16 +175,8 @@ func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
 	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := svc.Report(ctx, "key:one", []events.Position{pos("a", 1, baltic)})
-		done <- err
-	}()
-	waitForLock(t, pool, "transactionid") // the report, ending the stay the deletion holds
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+	// The report waits to end the stay the deletion holds.
+	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, baltic), nil); err != nil {
 		t.Fatalf("Report() = %v", err)
 	}
 	evs := pull(t, svc, "key:one", sub)
