@@ -69,15 +69,23 @@ func openFleet(ctx context.Context, dbURL string, n int) (*fleet, error) {
 
 func (f *fleet) close() { f.pool.Close() }
 
-// forget drops what earlier runs left: their subscriptions (and so their
-// stays and any events still waiting for a webhook), devices and
-// positions, so that every run starts from an empty outbox.
+// forget drops what earlier runs left: the bench owns its database, so
+// the outbox, the stays, the devices and the positions are emptied and
+// the bench's subscriptions deleted, and a checkpoint starts the run
+// with nothing of earlier runs' writes left to flush. Every run so
+// starts from the same empty outbox, not from one bloated by the last.
 func (f *fleet) forget(ctx context.Context) error {
-	_, err := f.pool.Exec(ctx, `
-DELETE FROM geogate.event_subscriptions WHERE owner LIKE 'key:events-bench%' OR owner = 'bench:direct';
-DELETE FROM geogate.event_devices WHERE owner LIKE 'key:events-bench%' OR owner = 'bench:direct';
-TRUNCATE geogate.event_positions`)
-	return err
+	for _, sql := range []string{
+		`TRUNCATE geogate.events, geogate.event_memberships, geogate.event_devices, geogate.event_positions`,
+		`DELETE FROM geogate.event_subscriptions WHERE owner LIKE 'key:events-bench%' OR owner = 'bench:direct'`,
+		`VACUUM ANALYZE geogate.event_subscriptions, geogate.events, geogate.event_memberships, geogate.event_devices`,
+		`CHECKPOINT`,
+	} {
+		if _, err := f.pool.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensureFences makes the bench fences number n, in the built-in fences

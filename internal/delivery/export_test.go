@@ -1,7 +1,9 @@
 package delivery
 
-// ClaimSQL and ClaimWindow let the tests look at the claim's plan.
+// ClaimSQL, ClaimWindow and WorkerSettingsSQL let the tests look at the
+// claim's plan.
 const (
-	ClaimSQL    = claimSQL
-	ClaimWindow = claimWindow
+	ClaimSQL          = claimSQL
+	ClaimWindow       = claimWindow
+	WorkerSettingsSQL = workerSettingsSQL
 )

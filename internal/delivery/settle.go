@@ -82,7 +82,7 @@ func (w *Worker) delivered(ctx context.Context, c claimed) {
 func (w *Worker) deliveredNext(ctx context.Context, c claimed) (claimed, bool) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	b := unflushed()
+	b := workerBatch()
 	b.Queue(deliveredSQL, c.Seq, c.lease)
 	b.Queue(nextSQL, c.Subscription, c.Device, c.Seq, w.s.Lease.Milliseconds())
 	br := w.pool.SendBatch(sctx, b)
@@ -154,10 +154,10 @@ func (w *Worker) exec(ctx context.Context, c claimed, what, sql string, args ...
 	}
 }
 
-// write runs sql, one of the workers' own writes, unflushed (see
-// unflushed), and scans its one row into dest when dest is given.
+// write runs sql, one of the workers' own writes, in a workerBatch, and
+// scans its one row into dest when dest is given.
 func (w *Worker) write(ctx context.Context, sql string, args []any, dest ...any) error {
-	b := unflushed()
+	b := workerBatch()
 	b.Queue(sql, args...)
 	br := w.pool.SendBatch(ctx, b)
 	_, err := br.Exec()

@@ -91,8 +91,10 @@ func again(err error) bool {
 // smallJoinsSQL tells the planner that every join of a report is small: a
 // batch's points, devices and stays, each found by an index. Left to its
 // estimates, it would hash the whole fence layer (50,000 rows) to join the
-// few dozen fences a batch's points fall in.
-const smallJoinsSQL = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+// few dozen fences a batch's points fall in, and read the stays whole
+// when their statistics were taken while they were few.
+const smallJoinsSQL = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+  set_config('enable_seqscan', 'off', true)`
 
 func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (Report, error) {
 	ps = slices.Clone(ps)
