@@ -32,8 +32,14 @@ func exec(sql string) func(ctx context.Context, conn *pgxpool.Conn) error {
 
 func TestRunnerClassifiesByTheError(t *testing.T) {
 	t.Parallel()
-	pool := open(t, pg.Options{MaxConns: 2})
-	run := pg.Runner{Pool: pool, Timeouts: pg.Timeouts{QueryTimeout: 200 * time.Millisecond, AcquireTimeout: time.Second}}
+	// One connection, warmed with a DO block: the cancel must find the
+	// statement inside its sleep. On a cold or busy connection it could
+	// arrive while the block was still being set up, outside its handler.
+	pool := open(t, pg.Options{MaxConns: 1})
+	if _, err := pool.Exec(context.Background(), `DO $$ BEGIN PERFORM 1; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	run := pg.Runner{Pool: pool, Timeouts: pg.Timeouts{QueryTimeout: 500 * time.Millisecond, AcquireTimeout: time.Second}}
 	tests := []struct {
 		name     string
 		sql      string
