@@ -86,20 +86,11 @@ const claimWindow = 1000
 // claim leases up to n due events; on a database error it logs and
 // claims none (the next look tries again).
 func (w *Worker) claim(ctx context.Context, n int) []claimed {
-	b := workerBatch()
-	b.Queue(claimSQL, n, w.s.PerSubscription, w.s.Lease.Milliseconds(), claimWindow)
-	br := w.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
 	var out []claimed
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			out, err = scanClaimed(rows)
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := w.batch(ctx, func(br pgx.BatchResults) (err error) {
+		out, err = claimedOf(br)
+		return err
+	}, query{claimSQL, []any{n, w.s.PerSubscription, w.s.Lease.Milliseconds(), claimWindow}})
 	if err != nil {
 		w.warn(ctx, "claim", err)
 		return nil
@@ -107,8 +98,7 @@ func (w *Worker) claim(ctx context.Context, n int) []claimed {
 	return out
 }
 
-// workerBatch is a batch for the workers' statements, set up for them
-// in its transaction (the statements of a batch run in one):
+// workerSettingsSQL sets up a transaction of the workers' statements:
 //
 //   - it commits without waiting for its WAL to reach the disk. The
 //     workers' own writes (leases and outcomes) may all be lost in a
@@ -120,22 +110,50 @@ func (w *Worker) claim(ctx context.Context, n int) []claimed {
 //     its statistics, and a planner that believed it empty (after a
 //     TRUNCATE, or as a new deployment fills it) read all of it for each
 //     claim, seconds behind a backlog.
-func workerBatch() *pgx.Batch {
-	b := &pgx.Batch{}
-	b.Queue(workerSettingsSQL)
-	return b
+const workerSettingsSQL = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
+
+// query is one statement of a batch, with its arguments.
+type query struct {
+	sql  string
+	args []any
 }
 
-const workerSettingsSQL = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
+// batch runs qs after workerSettingsSQL in one round trip and one
+// transaction (the statements of a batch run in one), and hands their
+// results to read.
+func (w *Worker) batch(ctx context.Context, read func(pgx.BatchResults) error, qs ...query) error {
+	b := &pgx.Batch{}
+	b.Queue(workerSettingsSQL)
+	for _, q := range qs {
+		b.Queue(q.sql, q.args...)
+	}
+	br := w.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = read(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// claimedOf reads the next result of br, rows of claimColumns.
+func claimedOf(br pgx.BatchResults) ([]claimed, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	return scanClaimed(rows)
+}
 
 // claimColumns are what a claim returns of each event it leases, read by
 // scanClaimed.
 const claimColumns = events.EventColumns + `, s.owner, s.webhook, s.secret,
   CASE WHEN s.previous_until > now() THEN s.previous_secret END, e.attempts, e.lease_until`
 
-// scanClaimed reads rows of claimColumns, after any columns given in
-// first, and closes rows.
-func scanClaimed(rows pgx.Rows, first ...any) ([]claimed, error) {
+// scanClaimed reads rows of claimColumns and closes rows.
+func scanClaimed(rows pgx.Rows) ([]claimed, error) {
 	defer rows.Close()
 	var out []claimed
 	for rows.Next() {
@@ -143,7 +161,7 @@ func scanClaimed(rows pgx.Rows, first ...any) ([]claimed, error) {
 		var secret string
 		var previous *string
 		e, err := events.ScanEvent(func(dest ...any) error {
-			return rows.Scan(append(append(first, dest...), &c.Owner, &c.Webhook, &secret, &previous, &c.attempts, &c.lease)...)
+			return rows.Scan(append(dest, &c.Owner, &c.Webhook, &secret, &previous, &c.attempts, &c.lease)...)
 		})
 		if err != nil {
 			return out, err
@@ -171,16 +189,9 @@ SELECT extract(epoch FROM now() - (SELECT created_at FROM events WHERE state = '
 // falls due, when one will.
 func (w *Worker) look(ctx context.Context) (time.Duration, bool) {
 	var age, next *float64
-	b := workerBatch()
-	b.Queue(lookSQL)
-	br := w.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&age, &next)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := w.batch(ctx, func(br pgx.BatchResults) error {
+		return br.QueryRow().Scan(&age, &next)
+	}, query{lookSQL, nil})
 	if err != nil {
 		w.warn(ctx, "look", err)
 		return 0, false

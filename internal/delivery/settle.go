@@ -82,25 +82,16 @@ func (w *Worker) delivered(ctx context.Context, c claimed) {
 func (w *Worker) deliveredNext(ctx context.Context, c claimed) (claimed, bool) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	b := workerBatch()
-	b.Queue(deliveredSQL, c.Seq, c.lease)
-	b.Queue(nextSQL, c.Subscription, c.Device, c.Seq, w.s.Lease.Milliseconds())
-	br := w.pool.SendBatch(sctx, b)
 	var latency float64
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&latency)
-	}
 	var next []claimed
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			next, err = scanClaimed(rows)
+	err := w.batch(sctx, func(br pgx.BatchResults) error {
+		if err := br.QueryRow().Scan(&latency); err != nil {
+			return err
 		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+		var err error
+		next, err = claimedOf(br)
+		return err
+	}, query{deliveredSQL, []any{c.Seq, c.lease}}, query{nextSQL, []any{c.Subscription, c.Device, c.Seq, w.s.Lease.Milliseconds()}})
 	if err != nil {
 		w.lost(c, "delivered", err)
 		return claimed{}, false
@@ -154,22 +145,16 @@ func (w *Worker) exec(ctx context.Context, c claimed, what, sql string, args ...
 	}
 }
 
-// write runs sql, one of the workers' own writes, in a workerBatch, and
-// scans its one row into dest when dest is given.
+// write runs sql, one of the workers' own writes, in a batch (see
+// workerSettingsSQL), and scans its one row into dest when dest is given.
 func (w *Worker) write(ctx context.Context, sql string, args []any, dest ...any) error {
-	b := workerBatch()
-	b.Queue(sql, args...)
-	br := w.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
-	if err == nil && len(dest) > 0 {
-		err = br.QueryRow().Scan(dest...)
-	} else if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return w.batch(ctx, func(br pgx.BatchResults) error {
+		if len(dest) > 0 {
+			return br.QueryRow().Scan(dest...)
+		}
+		_, err := br.Exec()
+		return err
+	}, query{sql, args})
 }
 
 // lost logs an outcome that could not be recorded. Nothing is lost for
