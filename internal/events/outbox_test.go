@@ -45,6 +45,22 @@ func waitForLock(t *testing.T, pool *pgxpool.Pool, locktype string) {
 	}
 }
 
+// holding begins a transaction on pool that has run sql, left open for
+// the test to commit (it is rolled back at the end otherwise).
+func holding(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) }) //nolint:errcheck
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // reportBeside reports p for key:one while tx holds what the report
 // needs: once the report waits for a lock of the given type, meanwhile
 // runs in tx, then tx commits. It returns the report's error.
@@ -89,21 +105,13 @@ func TestDeletedSubscriptionLeavesNothing(t *testing.T) {
 // it behind, whether it ends a stay or begins one.
 func TestReportBesideADeletion(t *testing.T) {
 	pool := testenv.DemoDB(t)
-	ctx := context.Background()
 	svc := newService(t, pool, testSettings)
 	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
 	report(t, svc, "key:one", pos("a", 0, berlin))
 
 	// The deletion holds the subscription's row and its stays until it
 	// commits; the report, which moves a from DEU to POL, waits for them.
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, `DELETE FROM geogate.event_subscriptions WHERE id = $1::uuid`, sub); err != nil {
-		t.Fatal(err)
-	}
+	tx := holding(t, pool, `DELETE FROM geogate.event_subscriptions WHERE id = $1::uuid`, sub)
 	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, warsaw), nil); err != nil {
 		t.Fatalf("Report() beside the deletion = %v, want it to go through", err)
 	}
@@ -127,18 +135,11 @@ func TestReportBesideFenceChanges(t *testing.T) {
 	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
 	report(t, svc, "key:one", pos("a", 0, berlin), pos("b", 0, warsaw))
 
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
 	// Its exit trigger ends b's stay, then takes the outbox lock.
-	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, pol); err != nil {
-		t.Fatal(err)
-	}
+	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, pol)
 	// a leaves DEU: the report ends a's stay, then waits for the lock;
 	// ending a's stay, the second deletion waits for the report.
-	err = reportBeside(t, pool, svc, tx, "advisory", pos("a", 1, baltic), func() {
+	err := reportBeside(t, pool, svc, tx, "advisory", pos("a", 1, baltic), func() {
 		if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
 			t.Fatalf("the second deletion = %v, want the report rolled back instead", err)
 		}
@@ -161,20 +162,12 @@ func TestReportBesideFenceChanges(t *testing.T) {
 // again.
 func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
 	pool := testenv.DemoDB(t)
-	ctx := context.Background()
 	svc := newService(t, pool, testSettings)
 	deu := fenceID(t, pool, "DEU")
 	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
 	report(t, svc, "key:one", pos("a", 0, berlin))
 
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
-		t.Fatal(err)
-	}
+	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
 	// The report waits to end the stay the deletion holds.
 	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, baltic), nil); err != nil {
 		t.Fatalf("Report() = %v", err)
