@@ -43,23 +43,24 @@ type event struct {
 
 // transitions evaluates the positions ps[i] for i in evaluated against
 // every subscription of owner that owner may still read, moves the stays
-// on and returns the events they make, for writeEvents to write.
-func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) ([]event, error) {
+// on and returns the events they make and the subscriptions it began
+// stays of, for writeEvents.
+func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) ([]event, []string, error) {
 	ws, err := s.watches(ctx, tx, owner)
 	if err != nil || len(ws) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	inside, err := s.inside(ctx, tx, ws, ps, evaluated)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	met, err := s.met(ctx, tx, ws, ps, evaluated, from)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	before, err := loadStays(ctx, tx, ws, ps)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	after := make(map[stayKey]stay, len(before))
 	var evs []event
@@ -98,11 +99,12 @@ func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps [
 			}
 		}
 	}
-	lost, err := saveStays(ctx, tx, before, after)
-	if err != nil || len(lost) == 0 {
-		return evs, err
+	lost, began, err := saveStays(ctx, tx, before, after)
+	if err != nil {
+		return nil, nil, err
 	}
-	return slices.DeleteFunc(evs, func(e event) bool { return lost[e.stayKey] && (e.kind == Exit || e.kind == Dwell) }), nil
+	evs = slices.DeleteFunc(evs, func(e event) bool { return lost[e.stayKey] && (e.kind == Exit || e.kind == Dwell) })
+	return evs, began, nil
 }
 
 // watches are owner's subscriptions whose layer owner may still read: a
@@ -298,16 +300,30 @@ func (s *Service) filtered(ctx context.Context, tx pgx.Tx, g group, keys [][]str
 // has no binary plan from a Go string to a uuid, and its fallback to text
 // builds an error for every element first.
 
+// loadStaysSQL reads the stays of the (subscription, device) pairs $1, $2.
+const loadStaysSQL = `
+SELECT m.subscription::text, m.device, m.fence, m.entered_at, m.dwelled
+FROM unnest($1::text[]::uuid[], $2::text[]) k(s, d)
+JOIN event_memberships m ON m.subscription = k.s AND m.device = k.d`
+
 // loadStays reads the stays of the devices of ps in the subscriptions ws.
+// It joins a list of (subscription, device) pairs rather than testing
+// "= ANY" on each column: the planner prices a look-up for each element
+// of an ANY list, and with statistics taken while the stays were few it
+// chose to read all of a subscription's stays and test each against
+// every device of the batch; given two lists, it looked up each device
+// in every subscription.
 func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[stayKey]stay, error) {
-	subs := make([]string, len(ws))
-	for i, w := range ws {
-		subs[i] = w.id
-	}
 	devs := deviceIDs(ps)
-	rows, err := tx.Query(ctx, `
-SELECT subscription::text, device, fence, entered_at, dwelled FROM event_memberships
-WHERE subscription = ANY($1::text[]::uuid[]) AND device = ANY($2::text[])`, subs, devs)
+	var subs, pairDevs []string
+	for _, w := range ws {
+		for _, d := range devs {
+			if w.watches(d) {
+				subs, pairDevs = append(subs, w.id), append(pairDevs, d)
+			}
+		}
+	}
+	rows, err := tx.Query(ctx, loadStaysSQL, subs, pairDevs)
 	if err != nil {
 		return nil, err
 	}
@@ -324,12 +340,25 @@ WHERE subscription = ANY($1::text[]::uuid[]) AND device = ANY($2::text[])`, subs
 	return out, rows.Err()
 }
 
+// endStaysSQL deletes the stays ($1, $2, $3) and returns those it found.
+// It finds them by subscription and device, then tests the fence: "IS
+// NOT DISTINCT FROM" is "=" here (no column is null) but no index can
+// answer it, so the planner cannot look the stays up by their fence
+// instead, which with stale statistics it did, reading every device
+// inside that fence for each stay ended.
+const endStaysSQL = `
+DELETE FROM event_memberships m
+USING unnest($1::text[]::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
+WHERE m.subscription = g.s AND m.device = g.d AND m.fence IS NOT DISTINCT FROM g.f
+RETURNING m.subscription::text, m.device, m.fence`
+
 // saveStays writes what changed between before and after: stays ended or
 // changed go, stays begun or changed come. It returns the stays of before
 // it found gone already: a fence's exit trigger ended them after the
 // report read them (and wrote their exits), so they are not written again
-// and the report tells nothing more of them.
-func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (map[stayKey]bool, error) {
+// and the report tells nothing more of them. It also returns the
+// subscriptions whose stays it wrote, once each.
+func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (map[stayKey]bool, []string, error) {
 	var gone, come []stayKey
 	for k, b := range before {
 		if a, ok := after[k]; !ok || a != b {
@@ -339,26 +368,22 @@ func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (
 	lost := map[stayKey]bool{}
 	if len(gone) > 0 {
 		subs, devs, fences := columns(gone)
-		rows, err := tx.Query(ctx, `
-DELETE FROM event_memberships m
-USING unnest($1::text[]::uuid[], $2::text[], $3::text[]) AS g(s, d, f)
-WHERE m.subscription = g.s AND m.device = g.d AND m.fence = g.f
-RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
+		rows, err := tx.Query(ctx, endStaysSQL, subs, devs, fences)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		found := map[stayKey]bool{}
 		for rows.Next() {
 			var k stayKey
 			if err := rows.Scan(&k.sub, &k.device, &k.fence); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
 			found[k] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, k := range gone {
 			if !found[k] {
@@ -372,7 +397,7 @@ RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
 		}
 	}
 	if len(come) == 0 {
-		return lost, nil
+		return lost, nil, nil
 	}
 	subs, devs, fences := columns(come)
 	since, dwelled := make([]time.Time, len(come)), make([]bool, len(come))
@@ -382,7 +407,7 @@ RETURNING m.subscription::text, m.device, m.fence`, subs, devs, fences)
 	_, err := tx.Exec(ctx, `
 INSERT INTO event_memberships (subscription, device, fence, entered_at, dwelled)
 SELECT * FROM unnest($1::text[]::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])`, subs, devs, fences, since, dwelled)
-	return lost, err
+	return lost, slices.Compact(slices.Sorted(slices.Values(subs))), err
 }
 
 func columns(ks []stayKey) (subs, devs, fences []string) {
@@ -412,14 +437,24 @@ FROM unnest($1::text[]::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], 
 WHERE u.s IN (SELECT id FROM event_subscriptions WHERE id = ANY($1::text[]::uuid[]))
 ORDER BY u.n`
 
-// writeEvents takes the outbox lock of each subscription that evs go to,
-// held until the transaction ends, and writes evs, in one round trip. The
-// events of one subscription are then numbered in the order their
-// transactions commit, so a reader that has seen event n of a
-// subscription never later finds one below n. It returns how many it
-// wrote.
-func writeEvents(ctx context.Context, tx pgx.Tx, evs []event) (int, error) {
-	if len(evs) == 0 {
+// dropStaysOfGoneSQL deletes the stays of those subscriptions in $1 that
+// no longer exist. It runs under their outbox locks: a subscription
+// deleted meanwhile has committed, and its trigger may have missed stays
+// this report held (migration 00021).
+const dropStaysOfGoneSQL = `
+DELETE FROM event_memberships m
+USING unnest($1::text[]::uuid[]) g(s)
+WHERE m.subscription = g.s AND NOT EXISTS (SELECT FROM event_subscriptions e WHERE e.id = g.s)`
+
+// writeEvents takes the outbox lock of each subscription that evs go to
+// or that the report began stays of (began), held until the transaction
+// ends, writes evs and deletes the stays of any of began deleted since
+// the report read them, in one round trip. The events of one
+// subscription are then numbered in the order their transactions commit,
+// so a reader that has seen event n of a subscription never later finds
+// one below n. It returns how many events it wrote.
+func writeEvents(ctx context.Context, tx pgx.Tx, evs []event, began []string) (int, error) {
+	if len(evs) == 0 && len(began) == 0 {
 		return 0, nil
 	}
 	n := len(evs)
@@ -433,12 +468,17 @@ func writeEvents(ctx context.Context, tx pgx.Tx, evs []event) (int, error) {
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockOutboxesSQL, subs)
-	b.Queue(insertEventsSQL, subs, devs, layers, fences, kinds, at, lng, lat, states)
+	b.Queue(lockOutboxesSQL, append(slices.Clone(subs), began...))
+	if n > 0 {
+		b.Queue(insertEventsSQL, subs, devs, layers, fences, kinds, at, lng, lat, states)
+	}
+	if len(began) > 0 {
+		b.Queue(dropStaysOfGoneSQL, began)
+	}
 	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var tag pgconn.CommandTag
-	if err == nil {
+	if err == nil && n > 0 {
 		tag, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {

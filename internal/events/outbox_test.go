@@ -28,18 +28,24 @@ func left(t *testing.T, pool *pgxpool.Pool, sub string) (evs, stays int) {
 // 10 s.
 func waitForLock(t *testing.T, pool *pgxpool.Pool, locktype string) {
 	t.Helper()
+	waitForLocks(t, pool, locktype, 1)
+}
+
+// waitForLocks waits until n statements wait for locks of the given type.
+func waitForLocks(t *testing.T, pool *pgxpool.Pool, locktype string, n int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var n int
+		var waiting int
 		if err := pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = $1`, locktype).Scan(&n); err != nil {
+			`SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = $1`, locktype).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
+		if waiting >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no session waited for a %s lock within 10 s", locktype)
+			t.Fatalf("%d sessions waited for a %s lock within 10 s, want %d", waiting, locktype, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -117,6 +123,41 @@ func TestReportBesideADeletion(t *testing.T) {
 	}
 	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
 		t.Errorf("after the report: %d events, %d stays of the deleted subscription; want none", evs, stays)
+	}
+}
+
+// TestDeletionBesideAReportThatBeganStays: a report begins a stay, then
+// waits for its subscription's outbox lock; the subscription's deletion
+// ends the stays it sees, which the report's new one is not yet among,
+// then waits for the lock behind the report. Once the report commits, the
+// deletion finds the new stay and ends it too: nothing of the
+// subscription is left.
+func TestDeletionBesideAReportThatBeganStays(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	lock := holding(t, pool, `SELECT pg_advisory_xact_lock(1734829430, hashtext($1))`, sub)
+	reported := make(chan error, 1)
+	go func() {
+		_, err := svc.Report(ctx, "key:one", []events.Position{pos("c", 0, berlin)})
+		reported <- err
+	}()
+	waitForLock(t, pool, "advisory")
+	deleted := make(chan error, 1)
+	go func() { deleted <- svc.DeleteSubscription(ctx, "key:one", sub) }()
+	waitForLocks(t, pool, "advisory", 2)
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reported; err != nil {
+		t.Fatalf("Report() = %v, want it through before the deletion", err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatalf("DeleteSubscription() = %v", err)
+	}
+	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
+		t.Errorf("after the deletion: %d events, %d stays of the subscription; want none", evs, stays)
 	}
 }
 

@@ -3,12 +3,10 @@ package events
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/pg"
@@ -74,19 +72,11 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 	return r, nil
 }
 
-// again reports a report rolled back by a change made beside it, which
-// goes through when run again:
-//
-//   - a deadlock broken: a report takes its stays' rows, then its
-//     subscriptions' outbox locks; a transaction that changes several
-//     fences one statement at a time can take them the other way round;
-//   - a subscription deleted after the report read it, whose new stays
-//     then break their foreign key (23503): run again, the report no
-//     longer sees it.
-func again(err error) bool {
-	var pe *pgconn.PgError
-	return pg.Deadlocked(err) || errors.As(err, &pe) && pe.Code == "23503" && pe.TableName == "event_memberships"
-}
+// again reports a report rolled back by a deadlock, which goes through
+// when run again: a report takes its stays' rows, then its subscriptions'
+// outbox locks; a transaction that changes several fences one statement
+// at a time can take them the other way round.
+func again(err error) bool { return pg.Deadlocked(err) }
 
 // smallJoinsSQL tells the planner that every join of a report is small: a
 // batch's points, devices and stays, each found by an index. Left to its
@@ -136,8 +126,9 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 		return Report{}, err
 	}
 	var evs []event
+	var began []string
 	if len(evaluated) > 0 {
-		if evs, err = s.transitions(ctx, tx, owner, ps, evaluated, from); err != nil {
+		if evs, began, err = s.transitions(ctx, tx, owner, ps, evaluated, from); err != nil {
 			return Report{}, err
 		}
 	}
@@ -146,7 +137,7 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 	}
 	// Last, so that the outbox locks are held for as short a time as can
 	// be: from here to the commit, reports to one subscription take turns.
-	if r.Events, err = writeEvents(ctx, tx, evs); err != nil {
+	if r.Events, err = writeEvents(ctx, tx, evs, began); err != nil {
 		return Report{}, err
 	}
 	r.kinds = map[Kind]int{}
@@ -156,13 +147,17 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 	return r, nil
 }
 
-// lockDevicesSQL locks owner's devices $2, in device order so that two
-// reports never wait for each other in a cycle, and returns their last
-// positions.
+// lockDevicesSQL locks the devices $2 of the owners $1 (the same owner
+// for each), in device order so that two reports never wait for each
+// other in a cycle, and returns their last positions. The owner is
+// repeated so that both halves of the key come from the list, as in
+// loadStays: given the owner as a constant, the planner read all of the
+// owner's devices once and tested each against the list when its
+// statistics were taken while the devices were few.
 const lockDevicesSQL = `
-SELECT device, time, lng, lat, accuracy FROM event_devices
-WHERE owner = $1 AND device = ANY($2::text[])
-ORDER BY device FOR UPDATE`
+SELECT d.device, d.time, d.lng, d.lat, d.accuracy
+FROM unnest($1::text[], $2::text[]) k(o, d) JOIN event_devices d ON d.owner = k.o AND d.device = k.d
+ORDER BY d.device FOR UPDATE OF d`
 
 // lockDevices locks the devices of ps, creating those that owner has not
 // reported before, and returns their last positions. The planner is told
@@ -171,7 +166,7 @@ func lockDevices(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (m
 	ids := deviceIDs(ps)
 	b := &pgx.Batch{}
 	b.Queue(smallJoinsSQL)
-	b.Queue(lockDevicesSQL, owner, ids)
+	b.Queue(lockDevicesSQL, repeat(owner, len(ids)), ids)
 	br := tx.SendBatch(ctx, b)
 	out := map[string]*last{}
 	_, err := br.Exec()
@@ -197,7 +192,7 @@ SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
 ON CONFLICT DO NOTHING`, owner, fresh); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, lockDevicesSQL, owner, fresh)
+	rows, err := tx.Query(ctx, lockDevicesSQL, repeat(owner, len(fresh)), fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +223,14 @@ func scanLastRows(rows pgx.Rows, out map[string]*last) error {
 		out[id] = l
 	}
 	return rows.Err()
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }
 
 // deviceIDs lists the devices of ps, which are sorted by device, once
@@ -270,9 +273,13 @@ func updateDevices(ctx context.Context, tx pgx.Tx, owner string, lasts map[strin
 		}
 		dev, at, lng, lat, acc = append(dev, id), append(at, l.at), append(lng, l.lng), append(lat, l.lat), append(acc, l.accuracy)
 	}
-	_, err := tx.Exec(ctx, `
-UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, updated_at = now()
-FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(d, t, x, y, a)
-WHERE d.owner = $1 AND d.device = u.d`, owner, dev, at, lng, lat, acc)
+	_, err := tx.Exec(ctx, updateDevicesSQL, repeat(owner, len(dev)), dev, at, lng, lat, acc)
 	return err
 }
+
+// updateDevicesSQL moves the devices $2 of the owners $1 (the same owner
+// for each, as in lockDevicesSQL) on to their last positions.
+const updateDevicesSQL = `
+UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, updated_at = now()
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(o, d, t, x, y, a)
+WHERE d.owner = u.o AND d.device = u.d`
