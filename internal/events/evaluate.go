@@ -103,7 +103,13 @@ func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps [
 	if err != nil {
 		return nil, nil, err
 	}
-	evs = slices.DeleteFunc(evs, func(e event) bool { return lost[e.stayKey] && (e.kind == Exit || e.kind == Dwell) })
+	// A stay lost to a fence's change was ended, and its exit told, by the
+	// change, which so comes first: the batch tells nothing more of that
+	// device and fence. Its own exit would be a second one; an enter after
+	// it would begin a stay in a fence that may be gone, so the batch does
+	// not keep one (saveStays), and the device's next position inside the
+	// fence, if it still is one, tells the enter.
+	evs = slices.DeleteFunc(evs, func(e event) bool { return lost[e.stayKey] && e.kind != Cross })
 	return evs, began, nil
 }
 

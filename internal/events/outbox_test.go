@@ -67,15 +67,15 @@ func holding(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) pgx.Tx {
 	return tx
 }
 
-// reportBeside reports p for key:one while tx holds what the report
+// reportBeside reports ps for key:one while tx holds what the report
 // needs: once the report waits for a lock of the given type, meanwhile
 // runs in tx, then tx commits. It returns the report's error.
-func reportBeside(t *testing.T, pool *pgxpool.Pool, svc *events.Service, tx pgx.Tx, locktype string, p events.Position, meanwhile func()) error {
+func reportBeside(t *testing.T, pool *pgxpool.Pool, svc *events.Service, tx pgx.Tx, locktype string, ps []events.Position, meanwhile func()) error {
 	t.Helper()
 	ctx := context.Background()
 	done := make(chan error, 1)
 	go func() {
-		_, err := svc.Report(ctx, "key:one", []events.Position{p})
+		_, err := svc.Report(ctx, "key:one", ps)
 		done <- err
 	}()
 	waitForLock(t, pool, locktype)
@@ -118,7 +118,7 @@ func TestReportBesideADeletion(t *testing.T) {
 	// The deletion holds the subscription's row and its stays until it
 	// commits; the report, which moves a from DEU to POL, waits for them.
 	tx := holding(t, pool, `DELETE FROM geogate.event_subscriptions WHERE id = $1::uuid`, sub)
-	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, warsaw), nil); err != nil {
+	if err := reportBeside(t, pool, svc, tx, "transactionid", []events.Position{pos("a", 1, warsaw)}, nil); err != nil {
 		t.Fatalf("Report() beside the deletion = %v, want it to go through", err)
 	}
 	if evs, stays := left(t, pool, sub); evs != 0 || stays != 0 {
@@ -180,7 +180,7 @@ func TestReportBesideFenceChanges(t *testing.T) {
 	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, pol)
 	// a leaves DEU: the report ends a's stay, then waits for the lock;
 	// ending a's stay, the second deletion waits for the report.
-	err := reportBeside(t, pool, svc, tx, "advisory", pos("a", 1, baltic), func() {
+	err := reportBeside(t, pool, svc, tx, "advisory", []events.Position{pos("a", 1, baltic)}, func() {
 		if _, err := tx.Exec(ctx, `DELETE FROM public.geofences WHERE id = $1`, deu); err != nil {
 			t.Fatalf("the second deletion = %v, want the report rolled back instead", err)
 		}
@@ -210,7 +210,7 @@ func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
 
 	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
 	// The report waits to end the stay the deletion holds.
-	if err := reportBeside(t, pool, svc, tx, "transactionid", pos("a", 1, baltic), nil); err != nil {
+	if err := reportBeside(t, pool, svc, tx, "transactionid", []events.Position{pos("a", 1, baltic)}, nil); err != nil {
 		t.Fatalf("Report() = %v", err)
 	}
 	evs := pull(t, svc, "key:one", sub)
@@ -219,5 +219,29 @@ func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
 	}
 	if len(evs) == 2 && evs[1].Cause != "fence-deleted" {
 		t.Errorf("the exit's cause = %s, want fence-deleted", evs[1].Cause)
+	}
+}
+
+// TestReentryBesideAFenceDeletion: a batch leaves a fence and comes back
+// into it while the fence's deletion commits. The deletion told the exit;
+// the report tells neither its own exit nor the enter after it, and keeps
+// no stay in the fence that is gone.
+func TestReentryBesideAFenceDeletion(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	svc := newService(t, pool, testSettings)
+	deu := fenceID(t, pool, "DEU")
+	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+	report(t, svc, "key:one", pos("a", 0, berlin))
+
+	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
+	if err := reportBeside(t, pool, svc, tx, "transactionid", []events.Position{pos("a", 1, baltic), pos("a", 2, berlin)}, nil); err != nil {
+		t.Fatalf("Report() = %v", err)
+	}
+	evs := pull(t, svc, "key:one", sub)
+	if got, want := kinds(evs, map[string]string{deu: "DEU"}), "enter DEU a, exit DEU a"; got != want {
+		t.Errorf("events = %s\nwant %s", got, want)
+	}
+	if _, stays := left(t, pool, sub); stays != 0 {
+		t.Errorf("%d stays left in the deleted fence, want none", stays)
 	}
 }
