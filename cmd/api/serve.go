@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -43,6 +44,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if *noMigrate {
 		cfg.DB.MigrateOnStart = false
+	}
+	if cfg.Server.GCPercent > 0 {
+		debug.SetGCPercent(cfg.Server.GCPercent)
 	}
 	log := newLogger(stderr, cfg.Server)
 	rdb.SetLogger(log)

@@ -73,6 +73,10 @@ type Server struct {
 	// PprofAddr, when set, is the host:port of a separate listener
 	// serving net/http/pprof; empty means no profiling endpoint.
 	PprofAddr string
+	// GCPercent is the garbage collector's target that serve sets: 400
+	// when GOGC is not set, 0 (leave the runtime's reading of GOGC)
+	// when it is.
+	GCPercent int
 	// TrustedProxies are the proxies whose X-Forwarded-For, X-Real-IP,
 	// X-Forwarded-Proto and X-Forwarded-Host headers are believed.
 	TrustedProxies httpx.TrustedProxies
@@ -126,6 +130,20 @@ const (
 	NeedRedis
 )
 
+// DefaultGCPercent is the collector's target when GOGC is not set. Go's
+// own default of 100 collects every time the heap doubles; a request
+// allocates most of what it touches, so on a small machine the collector
+// took about a quarter of the service's CPU, and its idle-time workers
+// ran on cores PostgreSQL was waiting for.
+const DefaultGCPercent = 400
+
+func gcPercent(gogc string) int {
+	if gogc != "" {
+		return 0 // the Go runtime read it at start
+	}
+	return DefaultGCPercent
+}
+
 // Load reads every setting through getenv; the URLs of the servers in
 // needs are required. The error names each bad setting.
 func Load(getenv func(string) string, needs ...Need) (Config, error) {
@@ -144,6 +162,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 		MaxHeaderBytes:  r.integer("HTTP_MAX_HEADER_BYTES", 16<<10, 1<<10, 1<<20),
 		CORSOrigins:     r.list("CORS_ORIGINS", nil),
 		PprofAddr:       r.str("PPROF_ADDR", ""),
+		GCPercent:       gcPercent(r.str("GOGC", "")),
 	}
 	if c.Server.PprofAddr != "" {
 		checkListenAddr(r, "PPROF_ADDR", c.Server.PprofAddr)

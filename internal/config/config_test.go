@@ -136,3 +136,30 @@ func TestStatementTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	tests := []struct {
+		gogc string
+		want int
+	}{
+		{"", DefaultGCPercent},
+		{"100", 0},
+		{"off", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.gogc, func(t *testing.T) {
+			c, err := Load(func(name string) string {
+				if name == "GOGC" {
+					return tt.gogc
+				}
+				return ""
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Server.GCPercent != tt.want {
+				t.Errorf("GCPercent with GOGC=%q = %d, want %d", tt.gogc, c.Server.GCPercent, tt.want)
+			}
+		})
+	}
+}
