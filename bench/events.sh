@@ -2,8 +2,9 @@
 # Geofence events: positions per second through POST /positions (batches of
 # 100, against 50,000 small polygon fences beside the demo countries, every
 # transition committed), next to the same batches handed straight to
-# events.Service.Report over pgx, and the time from a position sent to its
-# event received by a local webhook. Uses DATABASE_URL and REDIS_URL when
+# events.Service.Report over pgx and to the fences layer's point-in-polygon
+# statement alone (the floor under a report), and the time from a position
+# sent to its event received by a local webhook. Uses DATABASE_URL and REDIS_URL when
 # set, else the private dev services; the demo data and the fences in
 # geogate_events_bench, made on first use.
 #   EVENTS_DUR (4s), EVENTS_RUNS (3), EVENTS_CONC (4) tune it.

@@ -34,6 +34,7 @@ const (
 type fleet struct {
 	pool                  *pgxpool.Pool
 	svc                   *events.Service
+	containsSQL           string // the fences layer's point-in-polygon statement
 	fenceCount, countries int
 	rows                  int
 	mu                    sync.Mutex
@@ -61,6 +62,11 @@ func openFleet(ctx context.Context, dbURL string, n int) (*fleet, error) {
 	}
 	run := pg.Runner{Pool: pool, Timeouts: pg.Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: 10 * time.Second}}
 	geo := geofence.New(run, cat, geofence.Settings{Own: pg.DefaultSchema}, nil)
+	var ok bool
+	if f.containsSQL, ok = geo.ContainsSQL("geofences"); !ok {
+		pool.Close()
+		return nil, fmt.Errorf("no point-in-polygon statement for the fences layer")
+	}
 	fs := features.New(run, cat, features.Settings{}, features.Rights{})
 	allow := func(context.Context, string) error { return nil }
 	f.svc = events.New(run, geo, fs, events.Rights{Access: allow}, events.Settings{MaxBatch: 1000, MaxSkew: time.Minute, MaxPage: 1000}, nil)
@@ -157,6 +163,30 @@ func (f *fleet) directOp() load.Op {
 	return func(w, _ int) error {
 		_, err := f.svc.Report(context.Background(), directOwner, f.batch("direct", w, rngs[w%len(rngs)]))
 		return err
+	}
+}
+
+// pipOp runs the fences layer's point-in-polygon statement, the one a
+// report runs, over batches like the others', outside any transaction:
+// the floor under a report's cost, and a reading of the machine's speed
+// taken in the same run.
+func (f *fleet) pipOp() load.Op {
+	rngs := make([]*rand.Rand, 64)
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(uint64(i), 3))
+	}
+	return func(w, _ int) error {
+		rng := rngs[w%len(rngs)]
+		lngs, lats := make([]float64, batchSize), make([]float64, batchSize)
+		for i := range lngs {
+			lngs[i], lats[i] = gridWest+rng.Float64()*gridCols*gridStep, gridSouth+rng.Float64()*float64(f.rows)*gridStep
+		}
+		rows, err := f.pool.Query(context.Background(), f.containsSQL, lngs, lats)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
 	}
 }
 

@@ -107,12 +107,15 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	// Warm both sides: connections, PostGIS, plans.
 	load.Run(b.conc, time.Second, api.op(f, "api", batchSize))
 	load.Run(b.conc, time.Second, f.directOp())
-	res := load.Medians(b.runs, b.conc, b.dur, api.op(f, "api", batchSize), f.directOp())
-	a, d := res[0], res[1]
+	load.Run(b.conc, time.Second, f.pipOp())
+	res := load.Medians(b.runs, b.conc, b.dur, api.op(f, "api", batchSize), f.directOp(), f.pipOp())
+	a, d, pip := res[0], res[1], res[2]
 	fmt.Printf("%-8s | %12s %9s %8s | %12s %9s %8s | %6s\n", "case", "API pos/s", "p50 ms", "p99 ms", "direct pos/s", "p50 ms", "p99 ms", "ratio")
 	fmt.Printf("%-8s | %12.0f %9.1f %8.1f | %12.0f %9.1f %8.1f | %5.0f%%%s%s\n", "batch100", a.Rate*batchSize, a.P50, a.P99,
 		d.Rate*batchSize, d.P50, d.P99, 100*a.Rate/d.Rate, errNote(a), errNote(d))
 	fmt.Printf("range: API %.0f-%.0f, direct %.0f-%.0f positions/s\n", a.Lo*batchSize, a.Hi*batchSize, d.Lo*batchSize, d.Hi*batchSize)
+	fmt.Printf("point-in-polygon alone (the fences layer's statement over batches of %d, no transaction): %.0f positions/s (%.0f-%.0f), p99 %.1f ms%s\n",
+		batchSize, pip.Rate*batchSize, pip.Lo*batchSize, pip.Hi*batchSize, pip.P99, errNote(pip))
 	evs, err := f.eventsPerPosition(ctx)
 	if err != nil {
 		return err
@@ -123,9 +126,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 		steady = b.hookLatency(ctx, f, hook, hooked, hookPeriod, 1)
 		busy = b.hookLatency(ctx, f, hook, hooked, busyHookPeriod, busyClients)
 	}
-	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d hook_pps=%.0f"+
+	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f pip_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d hook_pps=%.0f"+
 		" busy_p50=%.1f busy_p99=%.1f busy_n=%d busy_made=%d busy_pps=%.0f fences=%d conc=%d\n",
-		a.Rate*batchSize, d.Rate*batchSize, a.P99, d.P99, steady.p50, steady.p99, steady.n, steady.pps,
+		a.Rate*batchSize, d.Rate*batchSize, pip.Rate*batchSize, a.P99, d.P99, steady.p50, steady.p99, steady.n, steady.pps,
 		busy.p50, busy.p99, busy.n, busy.made, busy.pps, f.fenceCount, b.conc)
 	return nil
 }
