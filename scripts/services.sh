@@ -31,7 +31,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 pgbin=/usr/lib/postgresql/15/bin
 
 case "$profile" in
-  # The dev profile has a replica only when asked (make bench asks).
+  # The dev profile has a replica only when asked (make bench's replicas
+  # case asks); a start that does not ask stops one left running.
   dev)  pgwant=${GEOGATE_PG_PORT:-55432}; rediswant=${GEOGATE_REDIS_PORT:-56379}
         replwant=""; [ "${GEOGATE_DEV_REPLICA:-}" = 1 ] && replwant=${GEOGATE_PG_REPLICA_PORT:-55435} ;;
   test) pgwant=${GEOGATE_TEST_PG_PORT:-55433}; rediswant=${GEOGATE_TEST_REDIS_PORT:-56380}
@@ -271,7 +272,9 @@ drop_slot() {
 }
 
 replica_start() {
-  if [ -z "$replwant" ]; then replica_pid >/dev/null || drop_slot; return 0; fi
+  # Not asked for: a replica left running (make bench's replicas case)
+  # stops, and its slot goes; the next one asked for is a fresh copy.
+  if [ -z "$replwant" ]; then replica_stop; drop_slot; return 0; fi
   if replica_pid >/dev/null; then replport=$(sed -n 4p "$repldata/postmaster.pid"); return 0; fi
   rm -rf "$repldata"
   (umask 022; mkdir -p "$repldata")
