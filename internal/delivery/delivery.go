@@ -19,8 +19,10 @@ import (
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
-// Channel is where every insert into the outbox is announced.
-const Channel = "geogate_events"
+// Channel is where an insert into the outbox that writes a pending
+// (webhook) event is announced, and a replayed dead letter (migration
+// 00022); every insert is announced on events.Channel, for the streams.
+const Channel = "geogate_deliveries"
 
 // Settings tune delivery.
 type Settings struct {

@@ -2,12 +2,14 @@ package events_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -243,5 +245,47 @@ func TestReentryBesideAFenceDeletion(t *testing.T) {
 	}
 	if _, stays := left(t, pool, sub); stays != 0 {
 		t.Errorf("%d stays left in the deleted fence, want none", stays)
+	}
+}
+
+// TestDeliveriesHearOnlyOfWebhookEvents: every insert into the outbox is
+// announced to the streams, but only one that writes a webhook's event
+// wakes the delivery workers. Notifications arrive in commit order, so the
+// first for the workers must come after the webhook report's own.
+func TestDeliveriesHearOnlyOfWebhookEvents(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	ctx := context.Background()
+	svc := newService(t, pool, testSettings)
+	pulled := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter}})
+	hooked := subscribe(t, svc, "key:two", events.Subscription{Kinds: []events.Kind{events.Enter}, Webhook: "https://receiver.example/hook"})
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+events.Channel+"; LISTEN "+delivery.Channel); err != nil {
+		t.Fatal(err)
+	}
+	report(t, svc, "key:one", pos("a", 0, berlin))
+	report(t, svc, "key:two", pos("a", 0, berlin))
+	var heard []string
+	for len(heard) == 0 || heard[len(heard)-1] != delivery.Channel {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		n, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("after %v: %v", heard, err)
+		}
+		switch {
+		case n.Channel == delivery.Channel:
+			heard = append(heard, n.Channel)
+		case n.Payload == pulled:
+			heard = append(heard, "pulled")
+		case n.Payload == hooked:
+			heard = append(heard, "hooked")
+		}
+	}
+	if got, want := strings.Join(heard, " "), "pulled hooked "+delivery.Channel; got != want {
+		t.Errorf("notifications = %s, want %s", got, want)
 	}
 }
