@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -45,7 +46,7 @@ type event struct {
 // every subscription of owner that owner may still read, moves the stays
 // on and returns the events they make and the subscriptions it began
 // stays of, for writeEvents.
-func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, evaluated []int, from []*last) ([]event, []string, error) {
+func (s *Service) transitions(ctx context.Context, tx querier, owner string, ps []Position, evaluated []int, from []*last) ([]event, []string, error) {
 	ws, err := s.watches(ctx, tx, owner)
 	if err != nil || len(ws) == 0 {
 		return nil, nil, err
@@ -115,7 +116,7 @@ func (s *Service) transitions(ctx context.Context, tx pgx.Tx, owner string, ps [
 
 // watches are owner's subscriptions whose layer owner may still read: a
 // key whose layers were narrowed hears no more of the others.
-func (s *Service) watches(ctx context.Context, tx pgx.Tx, owner string) ([]watch, error) {
+func (s *Service) watches(ctx context.Context, tx querier, owner string) ([]watch, error) {
 	rows, err := tx.Query(ctx, `
 SELECT id::text, layer, coalesce(filter, ''), coalesce(devices, '{}'), kinds, coalesce(dwell_ms, 0), webhook IS NOT NULL
 FROM event_subscriptions WHERE owner = $1 ORDER BY id`, owner)
@@ -147,7 +148,7 @@ FROM event_subscriptions WHERE owner = $1 ORDER BY id`, owner)
 // met finds, for each group of the subscriptions of ws that ask for
 // crossings and each evaluated position, the fences the line from its
 // device's previous position meets; nil when none asks.
-func (s *Service) met(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position, evaluated []int, from []*last) (map[group][][]string, error) {
+func (s *Service) met(ctx context.Context, tx querier, ws []watch, ps []Position, evaluated []int, from []*last) (map[group][][]string, error) {
 	var crossing []watch
 	for _, w := range ws {
 		if w.wants(Cross) {
@@ -193,7 +194,7 @@ func groupOf(w watch) group { return group{w.layer, w.filter} }
 // inside finds, for each group of ws and each evaluated position (in the
 // order of evaluated), the keys of the fences holding it, sorted: one
 // statement per layer, and one more per filter.
-func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position, evaluated []int) (map[group][][]string, error) {
+func (s *Service) inside(ctx context.Context, tx querier, ws []watch, ps []Position, evaluated []int) (map[group][][]string, error) {
 	lngs, lats := make([]float64, len(evaluated)), make([]float64, len(evaluated))
 	for n, i := range evaluated {
 		lngs[n], lats[n] = ps[i].Lng, ps[i].Lat
@@ -205,7 +206,7 @@ func (s *Service) inside(ctx context.Context, tx pgx.Tx, ws []watch, ps []Positi
 
 // groups runs find once per layer of ws and narrows its answer by each
 // group's filter.
-func (s *Service) groups(ctx context.Context, tx pgx.Tx, ws []watch, find func(layer string) ([][]string, error)) (map[group][][]string, error) {
+func (s *Service) groups(ctx context.Context, tx querier, ws []watch, find func(layer string) ([][]string, error)) (map[group][][]string, error) {
 	byLayer := map[string][][]string{}
 	out := map[group][][]string{}
 	for _, w := range ws {
@@ -235,7 +236,7 @@ func (s *Service) groups(ctx context.Context, tx pgx.Tx, ws []watch, find func(l
 // keysOf runs the layer's statement that statement gives over args and
 // returns, for each of the n items it numbers from 1, the keys it finds,
 // sorted. A layer that is gone finds nothing.
-func (s *Service) keysOf(ctx context.Context, tx pgx.Tx, n int, statement func(string) (string, bool), layer string, args ...any) ([][]string, error) {
+func (s *Service) keysOf(ctx context.Context, tx querier, n int, statement func(string) (string, bool), layer string, args ...any) ([][]string, error) {
 	out := make([][]string, n)
 	sql, ok := statement(layer)
 	if !ok {
@@ -261,7 +262,7 @@ func (s *Service) keysOf(ctx context.Context, tx pgx.Tx, n int, statement func(s
 }
 
 // filtered keeps, of keys, those whose fences pass g's filter.
-func (s *Service) filtered(ctx context.Context, tx pgx.Tx, g group, keys [][]string) ([][]string, error) {
+func (s *Service) filtered(ctx context.Context, tx querier, g group, keys [][]string) ([][]string, error) {
 	var all []string
 	for _, ks := range keys {
 		all = append(all, ks...)
@@ -319,7 +320,7 @@ JOIN event_memberships m ON m.subscription = k.s AND m.device = k.d`
 // chose to read all of a subscription's stays and test each against
 // every device of the batch; given two lists, it looked up each device
 // in every subscription.
-func loadStays(ctx context.Context, tx pgx.Tx, ws []watch, ps []Position) (map[stayKey]stay, error) {
+func loadStays(ctx context.Context, tx querier, ws []watch, ps []Position) (map[stayKey]stay, error) {
 	devs := deviceIDs(ps)
 	var subs, pairDevs []string
 	for _, w := range ws {
@@ -364,7 +365,7 @@ RETURNING m.subscription::text, m.device, m.fence`
 // report read them (and wrote their exits), so they are not written again
 // and the report tells nothing more of them. It also returns the
 // subscriptions whose stays it wrote, once each.
-func saveStays(ctx context.Context, tx pgx.Tx, before, after map[stayKey]stay) (map[stayKey]bool, []string, error) {
+func saveStays(ctx context.Context, tx querier, before, after map[stayKey]stay) (map[stayKey]bool, []string, error) {
 	var gone, come []stayKey
 	for k, b := range before {
 		if a, ok := after[k]; !ok || a != b {
@@ -453,16 +454,15 @@ USING unnest($1::text[]::uuid[]) g(s)
 WHERE m.subscription = g.s AND NOT EXISTS (SELECT FROM event_subscriptions e WHERE e.id = g.s)`
 
 // writeEvents takes the outbox lock of each subscription that evs go to
-// or that the report began stays of (began), held until the transaction
-// ends, writes evs and deletes the stays of any of began deleted since
-// the report read them, in one round trip. The events of one
-// subscription are then numbered in the order their transactions commit,
-// so a reader that has seen event n of a subscription never later finds
-// one below n. It returns how many events it wrote.
-func writeEvents(ctx context.Context, tx pgx.Tx, evs []event, began []string) (int, error) {
-	if len(evs) == 0 && len(began) == 0 {
-		return 0, nil
-	}
+// or that the report began stays of (began), writes evs, deletes the
+// stays of any of began deleted since the report read them, and commits
+// the report's transaction, all in one round trip: the locks are held
+// from the events' numbering to the commit and no longer, not even for a
+// round trip back to this process. The events of one subscription are so
+// numbered in the order their transactions commit, and a reader that has
+// seen event n of a subscription never later finds one below n. It
+// returns how many events it wrote.
+func writeEvents(ctx context.Context, tx querier, evs []event, began []string) (int, error) {
 	n := len(evs)
 	subs, devs, layers, fences, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	at, lng, lat, states := make([]time.Time, n), make([]float64, n), make([]float64, n), make([]string, n)
@@ -474,21 +474,34 @@ func writeEvents(ctx context.Context, tx pgx.Tx, evs []event, began []string) (i
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockOutboxesSQL, append(slices.Clone(subs), began...))
+	insert := -1
+	if n > 0 || len(began) > 0 {
+		b.Queue(lockOutboxesSQL, append(slices.Clone(subs), began...))
+	}
 	if n > 0 {
+		insert = b.Len()
 		b.Queue(insertEventsSQL, subs, devs, layers, fences, kinds, at, lng, lat, states)
 	}
 	if len(began) > 0 {
 		b.Queue(dropStaysOfGoneSQL, began)
 	}
+	b.Queue("COMMIT")
 	br := tx.SendBatch(ctx, b)
-	_, err := br.Exec()
-	var tag pgconn.CommandTag
-	if err == nil && n > 0 {
-		tag, err = br.Exec()
+	tags := make([]pgconn.CommandTag, b.Len())
+	var err error
+	for i := range tags {
+		if tags[i], err = br.Exec(); err != nil {
+			break
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return int(tag.RowsAffected()), err
+	if err == nil && tags[len(tags)-1].String() != "COMMIT" {
+		err = errors.New("events: the report's transaction was rolled back at its commit")
+	}
+	if err != nil || insert < 0 {
+		return 0, err
+	}
+	return int(tags[insert].RowsAffected()), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/pg"
@@ -50,11 +51,11 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 	var err error
 	for try := 0; try < 3; try++ {
 		err = s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-			return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-				var err error
-				r, err = s.report(ctx, tx, owner, ps)
-				return err
-			})
+			var err error
+			if r, err = s.report(ctx, conn, owner, ps); err != nil {
+				rollback(ctx, conn)
+			}
+			return err
 		})
 		if !again(err) {
 			break
@@ -72,6 +73,24 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 	return r, nil
 }
 
+// querier runs a report's statements: a connection on which the report
+// began its transaction, which it also commits itself (writeEvents), in
+// the round trip that writes the events.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// rollback ends the transaction of a report that failed: a statement's
+// error left it aborted. A report cut short by ctx has lost its
+// connection already, and the pool drops it.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // the pool drops a connection left in a transaction
+}
+
 // again reports a report rolled back by a deadlock, which goes through
 // when run again: a report takes its stays' rows, then its subscriptions'
 // outbox locks; a transaction that changes several fences one statement
@@ -86,7 +105,7 @@ func again(err error) bool { return pg.Deadlocked(err) }
 const smallJoinsSQL = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
   set_config('enable_seqscan', 'off', true)`
 
-func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (Report, error) {
+func (s *Service) report(ctx context.Context, tx querier, owner string, ps []Position) (Report, error) {
 	ps = slices.Clone(ps)
 	// Each device's positions in time order; a stable sort keeps a
 	// batch's own order between positions of the same time.
@@ -135,8 +154,9 @@ func (s *Service) report(ctx context.Context, tx pgx.Tx, owner string, ps []Posi
 	if err := updateDevices(ctx, tx, owner, lasts); err != nil {
 		return Report{}, err
 	}
-	// Last, so that the outbox locks are held for as short a time as can
-	// be: from here to the commit, reports to one subscription take turns.
+	// Last, and with the commit, so that the outbox locks are held for as
+	// short a time as can be: from here to the commit, reports to one
+	// subscription take turns.
 	if r.Events, err = writeEvents(ctx, tx, evs, began); err != nil {
 		return Report{}, err
 	}
@@ -159,17 +179,22 @@ SELECT d.device, d.time, d.lng, d.lat, d.accuracy
 FROM unnest($1::text[], $2::text[]) k(o, d) JOIN event_devices d ON d.owner = k.o AND d.device = k.d
 ORDER BY d.device FOR UPDATE OF d`
 
-// lockDevices locks the devices of ps, creating those that owner has not
-// reported before, and returns their last positions. The planner is told
-// first that every join of the report is small (smallJoinsSQL).
-func lockDevices(ctx context.Context, tx pgx.Tx, owner string, ps []Position) (map[string]*last, error) {
+// lockDevices begins the report's transaction, locks the devices of ps,
+// creating those that owner has not reported before, and returns their
+// last positions. The planner is told first that every join of the
+// report is small (smallJoinsSQL).
+func lockDevices(ctx context.Context, tx querier, owner string, ps []Position) (map[string]*last, error) {
 	ids := deviceIDs(ps)
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue(smallJoinsSQL)
 	b.Queue(lockDevicesSQL, repeat(owner, len(ids)), ids)
 	br := tx.SendBatch(ctx, b)
 	out := map[string]*last{}
 	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = scanLasts(br, out)
 	}
@@ -245,7 +270,7 @@ func deviceIDs(ps []Position) []string {
 	return ids
 }
 
-func insertPositions(ctx context.Context, tx pgx.Tx, owner string, ps []Position, late []bool) error {
+func insertPositions(ctx context.Context, tx querier, owner string, ps []Position, late []bool) error {
 	n := len(ps)
 	dev, at := make([]string, n), make([]time.Time, n)
 	lng, lat := make([]float64, n), make([]float64, n)
@@ -262,7 +287,7 @@ FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float
 	return err
 }
 
-func updateDevices(ctx context.Context, tx pgx.Tx, owner string, lasts map[string]*last) error {
+func updateDevices(ctx context.Context, tx querier, owner string, lasts map[string]*last) error {
 	var dev []string
 	var at []time.Time
 	var lng, lat []float64
