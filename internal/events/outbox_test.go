@@ -201,50 +201,41 @@ func TestReportBesideFenceChanges(t *testing.T) {
 
 // TestExitToldOnceBesideAFenceDeletion: a report that read a device's
 // stay in a fence whose deletion then commits finds the stay ended
-// already; the deletion told the exit, and the report does not tell it
-// again.
+// already. The deletion told the exit: the report does not tell it again,
+// nor, when its batch comes back into the fence, the enter after it, and
+// it keeps no stay in the fence that is gone.
 func TestExitToldOnceBesideAFenceDeletion(t *testing.T) {
-	pool := testenv.DemoDB(t)
-	svc := newService(t, pool, testSettings)
-	deu := fenceID(t, pool, "DEU")
-	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
-	report(t, svc, "key:one", pos("a", 0, berlin))
+	tests := []struct {
+		name  string
+		batch []events.Position
+	}{
+		{"leaving", []events.Position{pos("a", 1, baltic)}},
+		{"leaving and coming back", []events.Position{pos("a", 1, baltic), pos("a", 2, berlin)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := testenv.DemoDB(t)
+			svc := newService(t, pool, testSettings)
+			deu := fenceID(t, pool, "DEU")
+			sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
+			report(t, svc, "key:one", pos("a", 0, berlin))
 
-	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
-	// The report waits to end the stay the deletion holds.
-	if err := reportBeside(t, pool, svc, tx, "transactionid", []events.Position{pos("a", 1, baltic)}, nil); err != nil {
-		t.Fatalf("Report() = %v", err)
-	}
-	evs := pull(t, svc, "key:one", sub)
-	if got, want := kinds(evs, map[string]string{deu: "DEU"}), "enter DEU a, exit DEU a"; got != want {
-		t.Errorf("events = %s\nwant %s", got, want)
-	}
-	if len(evs) == 2 && evs[1].Cause != "fence-deleted" {
-		t.Errorf("the exit's cause = %s, want fence-deleted", evs[1].Cause)
-	}
-}
-
-// TestReentryBesideAFenceDeletion: a batch leaves a fence and comes back
-// into it while the fence's deletion commits. The deletion told the exit;
-// the report tells neither its own exit nor the enter after it, and keeps
-// no stay in the fence that is gone.
-func TestReentryBesideAFenceDeletion(t *testing.T) {
-	pool := testenv.DemoDB(t)
-	svc := newService(t, pool, testSettings)
-	deu := fenceID(t, pool, "DEU")
-	sub := subscribe(t, svc, "key:one", events.Subscription{Kinds: []events.Kind{events.Enter, events.Exit}})
-	report(t, svc, "key:one", pos("a", 0, berlin))
-
-	tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
-	if err := reportBeside(t, pool, svc, tx, "transactionid", []events.Position{pos("a", 1, baltic), pos("a", 2, berlin)}, nil); err != nil {
-		t.Fatalf("Report() = %v", err)
-	}
-	evs := pull(t, svc, "key:one", sub)
-	if got, want := kinds(evs, map[string]string{deu: "DEU"}), "enter DEU a, exit DEU a"; got != want {
-		t.Errorf("events = %s\nwant %s", got, want)
-	}
-	if _, stays := left(t, pool, sub); stays != 0 {
-		t.Errorf("%d stays left in the deleted fence, want none", stays)
+			tx := holding(t, pool, `DELETE FROM public.geofences WHERE id = $1`, deu)
+			// The report waits to end the stay the deletion holds.
+			if err := reportBeside(t, pool, svc, tx, "transactionid", tt.batch, nil); err != nil {
+				t.Fatalf("Report() = %v", err)
+			}
+			evs := pull(t, svc, "key:one", sub)
+			if got, want := kinds(evs, map[string]string{deu: "DEU"}), "enter DEU a, exit DEU a"; got != want {
+				t.Errorf("events = %s\nwant %s", got, want)
+			}
+			if len(evs) == 2 && evs[1].Cause != "fence-deleted" {
+				t.Errorf("the exit's cause = %s, want fence-deleted", evs[1].Cause)
+			}
+			if _, stays := left(t, pool, sub); stays != 0 {
+				t.Errorf("%d stays left in the deleted fence, want none", stays)
+			}
+		})
 	}
 }
 
