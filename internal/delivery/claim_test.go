@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -51,15 +53,8 @@ FROM generate_series(1, 3000) i`, sub.ID); err != nil {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(plan, "\n")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
@@ -102,15 +103,8 @@ func explain(t *testing.T, pool *pgxpool.Pool, mode, sql, types string, args []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, line)
-	}
-	if err := rows.Err(); err != nil {
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
