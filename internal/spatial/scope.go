@@ -88,22 +88,27 @@ func NewBBox(minLng, minLat, maxLng, maxLat float64) (*Scope, error) {
 
 // NewGeometry returns the scope of a Polygon or MultiPolygon.
 func NewGeometry(g geom.T) (*Scope, error) {
-	var mp *geom.MultiPolygon
+	var polys []*geom.Polygon
 	switch g := g.(type) {
 	case *geom.Polygon:
-		mp = geom.NewMultiPolygon(geom.XY)
-		if err := mp.Push(toXYPolygon(g)); err != nil {
-			return nil, ErrInvalid
-		}
+		polys = append(polys, g)
 	case *geom.MultiPolygon:
-		mp = geom.NewMultiPolygon(geom.XY)
 		for i := 0; i < g.NumPolygons(); i++ {
-			if err := mp.Push(toXYPolygon(g.Polygon(i))); err != nil {
-				return nil, ErrInvalid
-			}
+			polys = append(polys, g.Polygon(i))
 		}
 	default:
 		return nil, ErrInvalid
+	}
+	mp := geom.NewMultiPolygon(geom.XY)
+	for _, p := range polys {
+		// An empty member (PostGIS's MULTIPOLYGON(..., EMPTY)) is valid
+		// and covers nothing, so it is dropped rather than refused.
+		if p.NumLinearRings() == 0 {
+			continue
+		}
+		if err := mp.Push(toXYPolygon(p)); err != nil {
+			return nil, ErrInvalid
+		}
 	}
 	if mp.NumPolygons() == 0 {
 		return nil, fmt.Errorf("%w: it is empty", ErrInvalid)

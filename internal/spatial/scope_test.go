@@ -171,6 +171,8 @@ func TestParseSpatialScope(t *testing.T) {
 		`{"type":"Polygon","coordinates":[[[0,0],[1,0],[0,0]]]}`,
 		`{"type":"Polygon","coordinates":[[[0,0],[200,0],[1,1],[0,0]]]}`,
 		`{"type":"MultiPolygon","coordinates":[]}`,
+		`{"type":"MultiPolygon","coordinates":[[],[]]}`,
+		`{"type":"Polygon","coordinates":[]}`,
 		string(bigJSON),
 	} {
 		if s, err := Parse([]byte(bad)); err == nil {

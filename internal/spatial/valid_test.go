@@ -35,6 +35,8 @@ var validityCases = []struct {
 	{"ErrNestedTouching", `{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[0,0],[2,1],[1,2],[0,0]]]]}`, "polygon 1 lies inside polygon 0"},
 	{"ErrOverlapThroughVertex", `{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[0,0],[6,-2],[4,4],[0,0]]]]}`, "polygon 1 overlaps polygon 0"},
 	{"ErrIdenticalPolygons", `{"type":"MultiPolygon","coordinates":[[[[0,0],[2,0],[2,2],[0,2],[0,0]]],[[[0,0],[2,0],[2,2],[0,2],[0,0]]]]}`, "crosses"},
+	{"EmptyMember", `{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]]],[]]}`, ""},
+	{"EmptyFirstMember", `{"type":"MultiPolygon","coordinates":[[],[[[0,0],[1,0],[1,1],[0,0]]]]}`, ""},
 	{"ErrOverlappingPolygons", `{"type":"MultiPolygon","coordinates":[[[[0,0],[2,0],[2,2],[0,2],[0,0]]],[[[1,1],[3,1],[3,3],[1,3],[1,1]]]]}`, "ring 0 of polygon 0 crosses ring 0 of polygon 1"},
 }
 
