@@ -17,8 +17,7 @@ func crossesBatchSQL(l *catalog.Layer, own string) string {
 	key, _ := keyExpr(l, "l")
 	join := "JOIN " + l.Qualified() + " l ON " + holds(l, "l", "sg.g")
 	if l.Parts != nil {
-		join = fmt.Sprintf("JOIN %s p ON ST_Intersects(p.geom, sg.g)\n  JOIN %s l ON %s = p.%s",
-			partsTable(l, own), l.Qualified(), key, catalog.QuoteIdent(l.Parts.Key))
+		join, key = partsJoin(l, own, "sg.g")
 	}
 	return fmt.Sprintf(`
 SELECT m.i, m.k::text FROM (

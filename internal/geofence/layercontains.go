@@ -63,8 +63,7 @@ func containsBatchSQL(l *catalog.Layer, own string) string {
 		join = "JOIN l ON " + holds(l, "l", "pt.g")
 	}
 	if l.Parts != nil {
-		join = fmt.Sprintf("JOIN %s p ON ST_Intersects(p.geom, pt.g)\n  JOIN %s l ON %s = p.%s",
-			partsTable(l, own), l.Qualified(), key, catalog.QuoteIdent(l.Parts.Key))
+		join, key = partsJoin(l, own, "pt.g")
 	}
 	return fmt.Sprintf(`%s
 SELECT m.i, m.k::text FROM (
@@ -102,6 +101,22 @@ func holds(l *catalog.Layer, alias, p string) string {
 		return fmt.Sprintf("%[1]s && %[2]s AND ST_Intersects(ST_CollectionExtract(%[1]s::geometry, 3)::geography, %[2]s)", col, p)
 	}
 	return fmt.Sprintf("%s && %s AND ST_Intersects(ST_CollectionExtract(%s, 3), %s)", col, p, l.Linear(col), p)
+}
+
+// partsJoin is the join of a batch's items (their geometries g) to the
+// parts of l's copy under them and to the features of those parts, one
+// look-up by key for each part found, and the expression of the feature's
+// key, k. Written as a plain join, the planner, which expects a thousand
+// rows of a set-returning function and several parts for each, chose to
+// hash the whole layer for every batch, 50,000 keys to match a few
+// hundred parts, which cost three times the look-ups themselves. OFFSET 0
+// keeps the look-up a subquery run for each part: it cannot be pulled up
+// into a join the planner could hash.
+func partsJoin(l *catalog.Layer, own, g string) (join, k string) {
+	key, _ := keyExpr(l, "l")
+	return fmt.Sprintf(`JOIN %s p ON ST_Intersects(p.geom, %s)
+  CROSS JOIN LATERAL (SELECT %s AS k FROM %s l WHERE %s = p.%s OFFSET 0) f`,
+		partsTable(l, own), g, key, l.Qualified(), key, catalog.QuoteIdent(l.Parts.Key)), "f.k"
 }
 
 // partsTable is l's copy, quoted.

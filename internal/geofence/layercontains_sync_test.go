@@ -176,13 +176,13 @@ func copyDrift(t *testing.T, pool *pgxpool.Pool, l *catalog.Layer) (orphans, mis
 	return orphans, missing
 }
 
-// TestContainsUsesTheLayersIndex reads the plans of both statements,
-// custom and generic: without a copy, the layer is searched through its
-// own spatial index in its SRID (state plane feet, Web Mercator,
-// geography); with one, the copy through its GiST index, and the layer
-// is only joined to it by key (through its key index, or a hash of a
-// small table, as the planner finds cheaper). Neither is read whole for
-// the spatial test.
+// TestContainsUsesTheLayersIndex reads the plans of the point-in-polygon
+// and crossing statements, custom and generic: without a copy, the layer
+// is searched through its own spatial index in its SRID (state plane
+// feet, Web Mercator, geography); with one, the copy through its spatial
+// index, and the layer is looked up by key for each part found. Neither
+// is read whole for the spatial test, and nothing is hashed: a hash of
+// the layer costs every batch a read of all its keys.
 func TestContainsUsesTheLayersIndex(t *testing.T) {
 	pool, cat, svc, _ := containsService(t)
 	check := func(t *testing.T, layer, index, notScanned string) {
@@ -197,6 +197,7 @@ func TestContainsUsesTheLayersIndex(t *testing.T) {
 			}{
 				{l.containsBatch, []any{[]float64{13.4, -73.98, 2.35}, []float64{52.5, 40.75, 48.85}}},
 				{l.containsOne, []any{13.4, 52.5}},
+				{l.crossesBatch, []any{[]float64{13.4, 2.35}, []float64{52.5, 48.85}, []float64{13.5, 2.4}, []float64{52.6, 48.9}}},
 			} {
 				indexes := planIndexes(t, pool, mode, stmt.sql, stmt.args)
 				t.Logf("%s: %s", mode, indexes)
@@ -205,6 +206,9 @@ func TestContainsUsesTheLayersIndex(t *testing.T) {
 				}
 				if strings.Contains(indexes, "Seq Scan on "+notScanned) {
 					t.Errorf("%s: the plan reads %s whole: %s", mode, notScanned, indexes)
+				}
+				if strings.Contains(indexes, "Hash") {
+					t.Errorf("%s: the plan hashes a relation for every batch: %s", mode, indexes)
 				}
 			}
 		}
@@ -225,7 +229,7 @@ func TestContainsUsesTheLayersIndex(t *testing.T) {
 
 // planIndexes is a summary of the plan of sql under plan_cache_mode mode:
 // the index each scan reads, or "Seq Scan on" the relation it reads whole
-// (function scans aside).
+// (function scans aside), and "Hash" for each relation it hashes.
 func planIndexes(t *testing.T, pool *pgxpool.Pool, mode, sql string, args []any) string {
 	t.Helper()
 	ctx := context.Background()
@@ -255,6 +259,8 @@ func planIndexes(t *testing.T, pool *pgxpool.Pool, mode, sql string, args []any)
 			seen = append(seen, n.IndexName)
 		case n.NodeType == "Seq Scan":
 			seen = append(seen, "Seq Scan on "+n.Relation)
+		case n.NodeType == "Hash":
+			seen = append(seen, "Hash")
 		}
 	})
 	return strings.Join(seen, ", ")
