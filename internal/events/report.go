@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/pg"
@@ -74,10 +73,12 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 }
 
 // querier runs a report's statements: a connection on which the report
-// began its transaction, which it also commits itself (writeEvents), in
-// the round trip that writes the events.
+// begins its transaction (begin), which it also commits itself (commit),
+// in the round trip that writes the events. A report takes four round
+// trips: begin, the look-ups of fences and stays, the end of the stays
+// it ends, and commit; one more for devices new to their owner, and one
+// for subscriptions with a filter.
 type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
@@ -112,7 +113,7 @@ func (s *Service) report(ctx context.Context, tx querier, owner string, ps []Pos
 	slices.SortStableFunc(ps, func(a, b Position) int {
 		return cmp.Or(cmp.Compare(a.Device, b.Device), a.Time.Compare(b.Time))
 	})
-	lasts, err := lockDevices(ctx, tx, owner, ps)
+	lasts, ws, err := s.begin(ctx, tx, owner, ps)
 	if err != nil {
 		return Report{}, err
 	}
@@ -141,27 +142,17 @@ func (s *Service) report(ctx context.Context, tx querier, owner string, ps []Pos
 		}
 		lasts[p.Device] = l
 	}
-	if err := insertPositions(ctx, tx, owner, ps, late); err != nil {
-		return Report{}, err
-	}
-	var evs []event
-	var began []string
-	if len(evaluated) > 0 {
-		if evs, began, err = s.transitions(ctx, tx, owner, ps, evaluated, from); err != nil {
+	var w writes
+	if len(evaluated) > 0 && len(ws) > 0 {
+		if w, err = s.transitions(ctx, tx, ws, ps, evaluated, from); err != nil {
 			return Report{}, err
 		}
 	}
-	if err := updateDevices(ctx, tx, owner, lasts); err != nil {
-		return Report{}, err
-	}
-	// Last, and with the commit, so that the outbox locks are held for as
-	// short a time as can be: from here to the commit, reports to one
-	// subscription take turns.
-	if r.Events, err = writeEvents(ctx, tx, evs, began); err != nil {
+	if r.Events, err = commit(ctx, tx, owner, ps, late, lasts, w); err != nil {
 		return Report{}, err
 	}
 	r.kinds = map[Kind]int{}
-	for _, e := range evs {
+	for _, e := range w.evs {
 		r.kinds[e.kind]++
 	}
 	return r, nil
@@ -179,49 +170,83 @@ SELECT d.device, d.time, d.lng, d.lat, d.accuracy
 FROM unnest($1::text[], $2::text[]) k(o, d) JOIN event_devices d ON d.owner = k.o AND d.device = k.d
 ORDER BY d.device FOR UPDATE OF d`
 
-// lockDevices begins the report's transaction, locks the devices of ps,
+// freshDevicesSQL makes the devices $2 that owner $1 has not reported
+// before, in order.
+const freshDevicesSQL = `
+INSERT INTO event_devices (owner, device)
+SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
+ON CONFLICT DO NOTHING`
+
+// begin begins the report's transaction, locks the devices of ps,
 // creating those that owner has not reported before, and returns their
-// last positions. The planner is told first that every join of the
-// report is small (smallJoinsSQL).
-func lockDevices(ctx context.Context, tx querier, owner string, ps []Position) (map[string]*last, error) {
+// last positions and the subscriptions of owner that owner may still
+// read: one round trip, and one more for new devices. The planner is told
+// first that every join of the report is small (smallJoinsSQL).
+func (s *Service) begin(ctx context.Context, tx querier, owner string, ps []Position) (map[string]*last, []watch, error) {
 	ids := deviceIDs(ps)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(smallJoinsSQL)
 	b.Queue(lockDevicesSQL, repeat(owner, len(ids)), ids)
+	b.Queue(watchesSQL, owner)
+	lasts := map[string]*last{}
+	var ws []watch
+	err := sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
+		if err := execs(br, 2); err != nil {
+			return err
+		}
+		if err := scanLasts(br, lasts); err != nil {
+			return err
+		}
+		var err error
+		ws, err = scanWatches(br)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(lasts) < len(ids) {
+		var fresh []string
+		for _, id := range ids {
+			if lasts[id] == nil {
+				fresh = append(fresh, id)
+			}
+		}
+		b := &pgx.Batch{}
+		b.Queue(freshDevicesSQL, owner, fresh)
+		b.Queue(lockDevicesSQL, repeat(owner, len(fresh)), fresh)
+		err := sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
+			if err := execs(br, 1); err != nil {
+				return err
+			}
+			return scanLasts(br, lasts)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return lasts, slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil }), nil
+}
+
+// sendBatch sends b and reads its results with read, in order.
+func sendBatch(ctx context.Context, tx querier, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	br := tx.SendBatch(ctx, b)
-	out := map[string]*last{}
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
-		err = scanLasts(br, out)
-	}
+	err := read(br)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || len(out) == len(ids) {
-		return out, err
-	}
-	// Devices new to owner: created in order, then locked as the others.
-	var fresh []string
-	for _, id := range ids {
-		if out[id] == nil {
-			fresh = append(fresh, id)
+	return err
+}
+
+// execs reads the results of the next n statements of br, which return
+// no rows.
+func execs(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `
-INSERT INTO event_devices (owner, device)
-SELECT $1, d FROM unnest($2::text[]) d ORDER BY d
-ON CONFLICT DO NOTHING`, owner, fresh); err != nil {
-		return nil, err
-	}
-	rows, err := tx.Query(ctx, lockDevicesSQL, repeat(owner, len(fresh)), fresh)
-	if err != nil {
-		return nil, err
-	}
-	return out, scanLastRows(rows, out)
+	return nil
 }
 
 func scanLasts(br pgx.BatchResults, out map[string]*last) error {
@@ -269,42 +294,3 @@ func deviceIDs(ps []Position) []string {
 	}
 	return ids
 }
-
-func insertPositions(ctx context.Context, tx querier, owner string, ps []Position, late []bool) error {
-	n := len(ps)
-	dev, at := make([]string, n), make([]time.Time, n)
-	lng, lat := make([]float64, n), make([]float64, n)
-	acc, speed, heading := make([]*float64, n), make([]*float64, n), make([]*float64, n)
-	for i, p := range ps {
-		dev[i], at[i], lng[i], lat[i] = p.Device, p.Time, p.Lng, p.Lat
-		acc[i], speed[i], heading[i] = p.Accuracy, p.Speed, p.Heading
-	}
-	_, err := tx.Exec(ctx, `
-INSERT INTO event_positions (owner, device, time, lng, lat, accuracy, speed, heading, late)
-SELECT $1, u.d, u.t, u.x, u.y, u.a, u.s, u.h, u.l
-FROM unnest($2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::bool[])
-  AS u(d, t, x, y, a, s, h, l)`, owner, dev, at, lng, lat, acc, speed, heading, late)
-	return err
-}
-
-func updateDevices(ctx context.Context, tx querier, owner string, lasts map[string]*last) error {
-	var dev []string
-	var at []time.Time
-	var lng, lat []float64
-	var acc []*float64
-	for id, l := range lasts {
-		if !l.known {
-			continue
-		}
-		dev, at, lng, lat, acc = append(dev, id), append(at, l.at), append(lng, l.lng), append(lat, l.lat), append(acc, l.accuracy)
-	}
-	_, err := tx.Exec(ctx, updateDevicesSQL, repeat(owner, len(dev)), dev, at, lng, lat, acc)
-	return err
-}
-
-// updateDevicesSQL moves the devices $2 of the owners $1 (the same owner
-// for each, as in lockDevicesSQL) on to their last positions.
-const updateDevicesSQL = `
-UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, updated_at = now()
-FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(o, d, t, x, y, a)
-WHERE d.owner = u.o AND d.device = u.d`
