@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 		return err
 	}
 	defer f.close()
+	// CPU groups: "pg:api" serves `api serve`, "pg:bench" this process's
+	// direct side.
+	load.Groups = demo.ServerProcesses(f.pool, map[string]string{"geogate": "pg:api", "geogate-bench-events": "pg:bench"})
 	hook, err := startReceiver()
 	if err != nil {
 		return err
@@ -116,6 +120,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	fmt.Printf("range: API %.0f-%.0f, direct %.0f-%.0f positions/s\n", a.Lo*batchSize, a.Hi*batchSize, d.Lo*batchSize, d.Hi*batchSize)
 	fmt.Printf("point-in-polygon alone (the fences layer's statement over batches of %d, no transaction): %.0f positions/s (%.0f-%.0f), p99 %.1f ms%s\n",
 		batchSize, pip.Rate*batchSize, pip.Lo*batchSize, pip.Hi*batchSize, pip.P99, errNote(pip))
+	apiCPU, directCPU := perPosition(a, "pg:api", "api", "redis-server", "bench"), perPosition(d, "pg:bench", "bench")
+	fmt.Printf("CPU per position, microseconds by process (median trials): API: %s; direct: %s\n", apiCPU, directCPU)
 	evs, err := f.eventsPerPosition(ctx)
 	if err != nil {
 		return err
@@ -127,9 +133,9 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 		busy = b.hookLatency(ctx, f, hook, hooked, busyHookPeriod, busyClients)
 	}
 	fmt.Printf("RESULT events api_pps=%.0f direct_pps=%.0f pip_pps=%.0f api_p99=%.1f direct_p99=%.1f hook_p50=%.1f hook_p99=%.1f hook_n=%d hook_pps=%.0f"+
-		" busy_p50=%.1f busy_p99=%.1f busy_n=%d busy_made=%d busy_pps=%.0f fences=%d conc=%d\n",
+		" busy_p50=%.1f busy_p99=%.1f busy_n=%d busy_made=%d busy_pps=%.0f fences=%d conc=%d api_cpu=%s direct_cpu=%s\n",
 		a.Rate*batchSize, d.Rate*batchSize, pip.Rate*batchSize, a.P99, d.P99, steady.p50, steady.p99, steady.n, steady.pps,
-		busy.p50, busy.p99, busy.n, busy.made, busy.pps, f.fenceCount, b.conc)
+		busy.p50, busy.p99, busy.n, busy.made, busy.pps, f.fenceCount, b.conc, strings.ReplaceAll(apiCPU, " ", ","), strings.ReplaceAll(directCPU, " ", ","))
 	return nil
 }
 
@@ -196,6 +202,18 @@ func apiCmd(bin, dbURL string, args ...string) error {
 		return fmt.Errorf("api %v: %v: %s", args, err, msg)
 	}
 	return nil
+}
+
+// perPosition is r's CPU for the named groups in microseconds per
+// position (an operation is a batch): "pg:api 93 api 30". On 2 shared
+// cores it tells where a side's work lands, which its rate, moving with
+// the machine's speed, cannot.
+func perPosition(r load.Result, groups ...string) string {
+	var b []string
+	for _, g := range groups {
+		b = append(b, fmt.Sprintf("%s %.0f", g, float64(r.CPU[g].Microseconds())/batchSize))
+	}
+	return strings.Join(b, " ")
 }
 
 func errNote(r load.Result) string {
