@@ -4,6 +4,7 @@
 #   scripts/services.sh start dev|test   start (or reuse) them and print env lines
 #   scripts/services.sh stop  dev|test   stop the instances of that profile
 #   scripts/services.sh env   dev|test   print the env lines only
+#   scripts/services.sh install          install the missing packages (as root)
 #
 # The servers belong to this checkout and profile. Their data, pid files and
 # ports live under .data/<profile>, and the script reuses or stops only a
@@ -39,7 +40,7 @@ case "$profile" in
         replwant=${GEOGATE_TEST_PG_REPLICA_PORT:-55434} ;;
   *) echo "unknown profile: $profile (want dev or test)" >&2; exit 2 ;;
 esac
-case "$cmd" in start|stop|env) ;; *) echo "usage: $0 start|stop|env dev|test" >&2; exit 2 ;; esac
+case "$cmd" in start|stop|env|install) ;; *) echo "usage: $0 start|stop|env dev|test, or $0 install" >&2; exit 2 ;; esac
 
 datadir="$root/.data/$profile"
 redisdir="$datadir/redis"
@@ -402,4 +403,5 @@ replslot="geogate_${profile}_replica"
     ;;
   stop) replica_stop; pg_stop; redis_stop ;;
   env) current_ports; print_env ;;
+  install) ensure_packages ;;
 esac

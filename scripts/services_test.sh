@@ -46,6 +46,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The test starts servers of its own (the foreign listeners) before any
+# copy of services.sh would install them, so on a fresh machine it installs
+# them first.
+"$here/services.sh" install
+
 for c in a b; do
   mkdir -p "$tmp/$c/scripts"
   cp "$here/services.sh" "$tmp/$c/scripts/"
