@@ -53,10 +53,17 @@ func TestMapDevicesInBrowser(t *testing.T) {
 			t.Errorf("browser: %s", p)
 		}
 	}()
-	err = chromedp.Do(ctx,
+	// The layer list fills in above the toggle once the key's style
+	// arrives and pushes it down: a click measured before that lands
+	// beside it. Wait for the list, then for the box to be ticked.
+	opening, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	err = chromedp.Do(opening,
 		signIn(base, secret),
+		chromedp.WaitVisible(chromedp.CSS("#layers li")),
 		jumpTo(13.8, 52.5, 7),
 		chromedp.Click(chromedp.CSS("#devices-toggle")),
+		chromedp.WaitReady(chromedp.CSS("#devices-toggle:checked")),
 	)
 	if err != nil {
 		screenshot(t, ctx, dir, "devices-0-failed")
