@@ -169,6 +169,10 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// twice at once, and the deliveries policy bounds each subscriber.
 	worker := delivery.New(d.db, cfg.Delivery, s.limiter, delivery.NewMetrics(s.registry), log)
 	s.background.Go(func() { worker.Run(ctx) })
+	if keep := cfg.Events.PositionsRetention; keep > 0 {
+		retention := events.NewRetention(d.db, keep, 0, s.registry, log)
+		s.background.Go(func() { retention.Run(ctx) })
+	}
 	return s, nil
 }
 

@@ -28,6 +28,36 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Redis.Pipeline != 16 {
 		t.Errorf("Redis.Pipeline = %d, want 16", c.Redis.Pipeline)
 	}
+	if c.Events.PositionsRetention != 0 {
+		t.Errorf("Events.PositionsRetention = %v, want 0 (kept for ever)", c.Events.PositionsRetention)
+	}
+}
+
+func TestLoadPositionsRetention(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"720h", 720 * time.Hour, false},
+		{"0", 0, false},
+		{"-1h", 0, true},
+		{"a month", 0, true},
+	} {
+		c, err := Load(env(map[string]string{
+			"DATABASE_URL": "postgres://u@localhost/db", "REDIS_URL": "redis://localhost:6379/0",
+			"EVENTS_POSITIONS_RETENTION": tc.in,
+		}))
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "EVENTS_POSITIONS_RETENTION") {
+				t.Errorf("EVENTS_POSITIONS_RETENTION=%q: Load() error = %v, want one naming it", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || c.Events.PositionsRetention != tc.want {
+			t.Errorf("EVENTS_POSITIONS_RETENTION=%q: got %v, %v; want %v", tc.in, c.Events.PositionsRetention, err, tc.want)
+		}
+	}
 }
 
 func TestLoadNamesEveryBadSetting(t *testing.T) {

@@ -10,11 +10,14 @@ import (
 type Events struct {
 	events.Settings
 	Rules events.Rules
+	// PositionsRetention is how long positions are kept (0: for ever).
+	PositionsRetention time.Duration
 }
 
 // loadEvents reads the settings of positions and geofence events.
 func loadEvents(r *reader) Events {
 	return Events{
+		PositionsRetention: r.durationOrZero("EVENTS_POSITIONS_RETENTION", 0),
 		Settings: events.Settings{
 			MaxBatch:             r.integer("EVENTS_MAX_BATCH", 1000, 1, 100_000),
 			MaxSkew:              r.duration("EVENTS_MAX_CLOCK_SKEW", 5*time.Minute),

@@ -8,4 +8,5 @@ const (
 	UpdateDevicesSQL = updateDevicesSQL
 	EndStaysSQL      = endStaysSQL
 	SmallJoinsSQL    = smallJoinsSQL
+	PruneSQL         = pruneSQL
 )

@@ -86,13 +86,20 @@ func array(ss []string) string { return "'{" + strings.Join(ss, ",") + "}'" }
 // returns its plan.
 func explain(t *testing.T, pool *pgxpool.Pool, mode, sql, types string, args []string) string {
 	t.Helper()
+	return explainAfter(t, pool, []string{events.SmallJoinsSQL, "SET LOCAL plan_cache_mode = " + mode}, sql, types, args)
+}
+
+// explainAfter runs sql as explain does, in a transaction that first ran
+// the statements setup, and returns its plan.
+func explainAfter(t *testing.T, pool *pgxpool.Pool, setup []string, sql, types string, args []string) string {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
-	for _, s := range []string{events.SmallJoinsSQL, "SET LOCAL plan_cache_mode = " + mode, "PREPARE st(" + types + ") AS " + sql} {
+	for _, s := range append(setup, "PREPARE st("+types+") AS "+sql) {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			t.Fatal(err)
 		}
