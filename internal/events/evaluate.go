@@ -116,11 +116,8 @@ func (s *Service) transitions(ctx context.Context, tx querier, ws []watch, ps []
 	for k, a := range after {
 		if b, ok := before[k]; (!ok || a != b) && !lost[k] {
 			w.come = append(w.come, k)
-			w.began = append(w.began, k.sub)
 		}
 	}
-	slices.Sort(w.began)
-	w.began = slices.Compact(w.began)
 	return w, nil
 }
 

@@ -95,17 +95,12 @@ func (l *lookups) read(br pgx.BatchResults) error {
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var i int
-			var key string
-			if err := rows.Scan(&i, &key); err != nil {
-				rows.Close()
-				return err
-			}
+		var i int
+		var key string
+		if _, err := pgx.ForEachRow(rows, []any{&i, &key}, func() error {
 			k.keys[i-1] = append(k.keys[i-1], key)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return err
 		}
 		for _, ks := range k.keys {
@@ -215,14 +210,8 @@ func passing(br pgx.BatchResults) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	pass := map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		pass[k] = true
-	}
-	return pass, rows.Err()
+	var k string
+	_, err = pgx.ForEachRow(rows, []any{&k}, func() error { pass[k] = true; return nil })
+	return pass, err
 }

@@ -17,11 +17,13 @@ import (
 type Retention struct {
 	pool    *pgxpool.Pool
 	keep    time.Duration
-	every   time.Duration
 	batch   int
 	log     *slog.Logger
 	deleted prometheus.Counter
 }
+
+// pruneEvery is how often Run prunes.
+const pruneEvery = time.Minute
 
 // lockSQL takes the advisory lock a prune holds for each batch, so that
 // the replicas take turns instead of deleting the same rows at once.
@@ -45,7 +47,7 @@ func NewRetention(pool *pgxpool.Pool, keep time.Duration, batch int, reg prometh
 	if batch <= 0 {
 		batch = 5000
 	}
-	r := &Retention{pool: pool, keep: keep, every: time.Minute, batch: batch, log: log,
+	r := &Retention{pool: pool, keep: keep, batch: batch, log: log,
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geogate_events_positions_pruned_total",
 			Help: "Positions deleted for being older than EVENTS_POSITIONS_RETENTION.",
@@ -59,7 +61,7 @@ func NewRetention(pool *pgxpool.Pool, keep time.Duration, batch int, reg prometh
 // Run prunes now and then every minute until ctx ends. A failure (the
 // database away, a timeout) is logged and the next round tries again.
 func (r *Retention) Run(ctx context.Context) {
-	t := time.NewTicker(r.every)
+	t := time.NewTicker(pruneEvery)
 	defer t.Stop()
 	for {
 		if _, err := r.Prune(ctx, time.Now().Add(-r.keep)); err != nil && ctx.Err() == nil && r.log != nil {

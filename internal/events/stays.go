@@ -41,17 +41,14 @@ func readStays(br pgx.BatchResults) (map[stayKey]stay, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[stayKey]stay{}
-	for rows.Next() {
-		var k stayKey
-		var st stay
-		if err := rows.Scan(&k.sub, &k.device, &k.fence, &st.since, &st.dwelled); err != nil {
-			return nil, err
-		}
+	var k stayKey
+	var st stay
+	_, err = pgx.ForEachRow(rows, []any{&k.sub, &k.device, &k.fence, &st.since, &st.dwelled}, func() error {
 		out[k] = st
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // endStaysSQL deletes the stays ($1, $2, $3) and returns those it found.
@@ -88,16 +85,11 @@ func endStays(ctx context.Context, tx querier, before, after map[stayKey]stay) (
 		return nil, err
 	}
 	found := map[stayKey]bool{}
-	for rows.Next() {
-		var k stayKey
-		if err := rows.Scan(&k.sub, &k.device, &k.fence); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	var k stayKey
+	if _, err := pgx.ForEachRow(rows, []any{&k.sub, &k.device, &k.fence}, func() error {
 		found[k] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	for _, k := range gone {

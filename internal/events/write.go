@@ -11,14 +11,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// writes is what a report's transitions leave to write: the events, the
-// stays begun or changed (come, as after has them), and the
-// subscriptions those stays belong to, once each (began).
+// writes is what a report's transitions leave to write: the events, and
+// the stays begun or changed (come, as after has them).
 type writes struct {
 	evs   []event
 	come  []stayKey
 	after map[stayKey]stay
-	began []string
+}
+
+// began lists the subscriptions of the stays w writes, once each, sorted.
+func (w writes) began() []string {
+	subs := make([]string, len(w.come))
+	for i, k := range w.come {
+		subs[i] = k.sub
+	}
+	slices.Sort(subs)
+	return slices.Compact(subs)
 }
 
 const insertPositionsSQL = `
@@ -88,20 +96,21 @@ func commit(ctx context.Context, tx querier, owner string, ps []Position, late [
 		b.Queue(beginStaysSQL, stayArgs(w.come, w.after)...)
 	}
 	b.Queue(updateDevicesSQL, deviceArgs(owner, lasts)...)
-	if len(w.evs) > 0 || len(w.began) > 0 {
-		subs := make([]string, 0, len(w.evs)+len(w.began))
+	began := w.began()
+	if len(w.evs) > 0 || len(began) > 0 {
+		subs := make([]string, 0, len(w.evs)+len(began))
 		for _, e := range w.evs {
 			subs = append(subs, e.sub)
 		}
-		b.Queue(lockOutboxesSQL, append(subs, w.began...))
+		b.Queue(lockOutboxesSQL, append(subs, began...))
 	}
 	insert := -1
 	if len(w.evs) > 0 {
 		insert = b.Len()
 		b.Queue(insertEventsSQL, eventArgs(w.evs)...)
 	}
-	if len(w.began) > 0 {
-		b.Queue(dropStaysOfGoneSQL, w.began)
+	if len(began) > 0 {
+		b.Queue(dropStaysOfGoneSQL, began)
 	}
 	b.Queue("COMMIT")
 	tags := make([]pgconn.CommandTag, b.Len())
