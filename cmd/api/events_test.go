@@ -107,6 +107,22 @@ func TestEventsOverHTTP(t *testing.T) {
 		t.Errorf("GET /events after the last = %d %s, want an empty page", status, body)
 	}
 
+	// The device's track: both positions, in time order, then no more.
+	status, body = full.do("GET", "/positions?device=truck&limit=1", "")
+	var track struct {
+		Device    string
+		Positions []struct{ Lng, Lat float64 }
+		Next      *string
+	}
+	var lngs []float64
+	for status == 200 && json.Unmarshal([]byte(body), &track) == nil && len(track.Positions) > 0 && len(lngs) < 10 {
+		lngs = append(lngs, track.Positions[0].Lng)
+		status, body = full.do("GET", "/positions?device=truck&limit=1&after="+*track.Next, "")
+	}
+	if status != 200 || track.Device != "truck" || fmt.Sprint(lngs) != "[13.4 21.01]" {
+		t.Errorf("GET /positions pages = %d %s, longitudes %v; want 13.4 then 21.01", status, body, lngs)
+	}
+
 	for _, tc := range []struct {
 		name         string
 		c            eventsCaller
@@ -142,6 +158,8 @@ func TestEventsOverHTTP(t *testing.T) {
 		{"RemoteHTTPWebhook", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"webhook":"http://example.com/hook"}`, 422, "https"},
 		{"CredentialsInWebhook", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"webhook":"https://u:p@example.com/hook"}`, 422, "credentials"},
 		{"EventsWithoutSubscription", full, "GET", "/events", "", 422, "subscription"},
+		{"OtherOwnersTrack", other, "GET", "/positions?device=truck", "", 404, "No such device"},
+		{"TrackWithoutDevice", full, "GET", "/positions", "", 422, "device"},
 		{"BadCursor", full, "GET", "/events?subscription=" + sub.ID + "&after=x", "", 422, "cursor"},
 		{"NoCredentials", eventsCaller{t: t, base: base}, "GET", "/subscriptions", "", 401, ""},
 	} {
@@ -171,7 +189,7 @@ func TestEventsOverHTTP(t *testing.T) {
 func TestEventsNeedAnIdentity(t *testing.T) {
 	_, dbURL := testenv.DBWithURL(t)
 	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "AUTH_ANONYMOUS_SCOPES": "events:read,positions:write"})
-	for _, path := range []string{"/subscriptions", "/devices"} {
+	for _, path := range []string{"/subscriptions", "/devices", "/positions?device=truck"} {
 		code, header, body := callWith(t, "GET", base+path, "")
 		if code != 401 || header.Get("WWW-Authenticate") == "" || !strings.Contains(string(body), "belong to an identity") {
 			t.Errorf("anonymous GET %s = %d %q %s, want 401 with a challenge", path, code, header.Get("WWW-Authenticate"), body)

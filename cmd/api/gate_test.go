@@ -38,7 +38,7 @@ var serviceRoutes = []string{
 // positions (which tell it nothing of those layers), list what it owns
 // and delete a subscription it can no longer hear.
 var ownRoutes = []string{
-	"POST /positions", "GET /devices", "GET /subscriptions", "DELETE /subscriptions/{id}",
+	"POST /positions", "GET /positions", "GET /devices", "GET /subscriptions", "DELETE /subscriptions/{id}",
 }
 
 // walk is one request made from a route of the table.
@@ -83,6 +83,8 @@ func walkOf(base string, rt route, p walkParams) walk {
 		w.body = walkFence
 	case "POST /positions":
 		w.body = `{"device":"walker","time":"2025-01-01T00:00:00Z","lng":13.4,"lat":52.5}`
+	case "GET /positions":
+		w.url += "?device=walker"
 	case "POST /subscriptions":
 		w.body = `{"layer":"` + p.polygon + `","kinds":["enter"]}`
 	case "PATCH /subscriptions/{id}":

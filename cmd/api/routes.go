@@ -116,6 +116,7 @@ func routes(s *services) []route {
 		// Geofence events: devices' positions in, subscriptions' events
 		// out. Each identity sees only its own devices and subscriptions.
 		{"POST", "/positions", auth.ScopePositionsWrite, spendPositions, ev.Report},
+		{"GET", "/positions", auth.ScopeEventsRead, spendEvents, ev.Positions},
 		{"GET", "/devices", auth.ScopeEventsRead, spendEvents, ev.Devices},
 		{"GET", "/subscriptions", auth.ScopeEventsRead, spendEvents, ev.Subscriptions},
 		{"POST", "/subscriptions", auth.ScopeEventsWrite, spendEventsLayer, ev.CreateSubscription},

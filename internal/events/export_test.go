@@ -9,4 +9,5 @@ const (
 	EndStaysSQL      = endStaysSQL
 	SmallJoinsSQL    = smallJoinsSQL
 	PruneSQL         = pruneSQL
+	TrackSQL         = trackSQL
 )

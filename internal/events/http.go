@@ -311,15 +311,48 @@ func pageParams(after, limit string, max int) (int64, int, error) {
 			errs.Add("Must be a cursor from an earlier page's next, or omitted.", "value_error", "query", "after")
 		}
 	}
-	n := min(100, max)
-	if limit != "" {
-		v, err := strconv.Atoi(limit)
-		if err != nil || v < 1 || v > max {
-			errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
-		}
-		n = v
+	n, ok := pageLimit(limit, max)
+	if !ok {
+		errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
 	}
 	return a, n, errs.Err()
+}
+
+// pageLimit reads a page size from 1 to max; "" is 100, or max if less.
+func pageLimit(v string, max int) (int, bool) {
+	if v == "" {
+		return min(100, max), true
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 1 && n <= max
+}
+
+// Positions serves GET /positions?device=ID: a page of the device's
+// recorded positions in time order, and the cursor to go on from.
+func (h *Handler) Positions(c *gin.Context) {
+	q, err := ParseTrackQuery(httpx.Query(c).Get, h.svc.s.MaxPage)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	owner, pass, ok := h.own(c)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	ps, next, err := h.svc.Track(c.Request.Context(), owner, q)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	body := gin.H{"device": q.Device, "positions": ps, "next": nil}
+	switch {
+	case next != nil:
+		body["next"] = next.String()
+	case q.After != nil:
+		body["next"] = q.After.String() // nothing newer yet: ask again from here
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 // Devices serves GET /devices: the caller's devices where they were last.
