@@ -19,6 +19,14 @@ import (
 // maxDeviceID bounds a device id, in bytes.
 const maxDeviceID = 128
 
+// deviceIDRule is what validDeviceID checks, as a 422 says it.
+var deviceIDRule = fmt.Sprintf("A device id is 1 to %d bytes of printable UTF-8.", maxDeviceID)
+
+// validDeviceID reports whether d may name a device.
+func validDeviceID(d string) bool {
+	return d != "" && len(d) <= maxDeviceID && utf8.ValidString(d) && !strings.ContainsFunc(d, isControl)
+}
+
 // positionBody is one position as a client sends it.
 type positionBody struct {
 	Device   *string    `json:"device"`
@@ -118,8 +126,8 @@ func checkPosition(b positionBody, latest time.Time, errs *apperr.ValidationErro
 	switch {
 	case b.Device == nil:
 		errs.Add("Field required.", "missing", at("device")...)
-	case *b.Device == "" || len(*b.Device) > maxDeviceID || !utf8.ValidString(*b.Device) || strings.ContainsFunc(*b.Device, isControl):
-		errs.Add(fmt.Sprintf("A device id is 1 to %d bytes of printable UTF-8.", maxDeviceID), "value_error", at("device")...)
+	case !validDeviceID(*b.Device):
+		errs.Add(deviceIDRule, "value_error", at("device")...)
 	}
 	switch {
 	case b.Time == nil:
@@ -217,8 +225,8 @@ func parseSubscription(body []byte, base Subscription, r Rules) (Subscription, e
 			errs.Add(fmt.Sprintf("At most %d devices.", maxDevices), "too_long", "body", "devices")
 		}
 		for i, d := range b.Devices {
-			if d == "" || len(d) > maxDeviceID || strings.ContainsFunc(d, isControl) {
-				errs.Add(fmt.Sprintf("A device id is 1 to %d bytes of printable UTF-8.", maxDeviceID), "value_error", "body", "devices", i)
+			if !validDeviceID(d) {
+				errs.Add(deviceIDRule, "value_error", "body", "devices", i)
 			}
 		}
 	}

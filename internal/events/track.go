@@ -3,11 +3,9 @@ package events
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -55,12 +53,20 @@ func (c TrackCursor) String() string {
 	return strconv.FormatInt(c.Time.UnixMicro(), 10) + "_" + strconv.FormatInt(c.id, 10)
 }
 
+// The times a cursor may hold: those RFC 3339 can write, as every
+// recorded position's time was. Beyond them PostgreSQL's timestamptz
+// ends, and a made-up cursor would fail there rather than here.
+var (
+	firstCursorTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	lastCursorTime  = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
+)
+
 // ParseTrackCursor reads a cursor that String wrote.
 func ParseTrackCursor(s string) (TrackCursor, error) {
 	us, id, ok := strings.Cut(s, "_")
 	t, err1 := strconv.ParseInt(us, 10, 64)
 	n, err2 := strconv.ParseInt(id, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n < 0 {
+	if !ok || err1 != nil || err2 != nil || n < 0 || t < firstCursorTime || t > lastCursorTime {
 		return TrackCursor{}, errors.New("not a positions cursor")
 	}
 	return TrackCursor{Time: time.UnixMicro(t).UTC(), id: n}, nil
@@ -130,11 +136,11 @@ func bound(t *time.Time, inf pgtype.InfinityModifier) pgtype.Timestamptz {
 func ParseTrackQuery(get func(string) string, max int) (TrackQuery, error) {
 	errs := &apperr.ValidationError{}
 	q := TrackQuery{Device: get("device")}
-	switch d := q.Device; {
-	case d == "":
+	switch {
+	case q.Device == "":
 		errs.Add("Field required: the id of one of your devices.", "missing", "query", "device")
-	case len(d) > maxDeviceID || !utf8.ValidString(d) || strings.ContainsFunc(d, isControl):
-		errs.Add(fmt.Sprintf("A device id is 1 to %d bytes of printable UTF-8.", maxDeviceID), "value_error", "query", "device")
+	case !validDeviceID(q.Device):
+		errs.Add(deviceIDRule, "value_error", "query", "device")
 	}
 	q.From = parseTime(get("from"), errs, "from")
 	q.To = parseTime(get("to"), errs, "to")

@@ -120,6 +120,17 @@ func TestTrack(t *testing.T) {
 			}
 		})
 	}
+	// The cursors at either end of what a client may send are read, not
+	// failed on by PostgreSQL.
+	for _, c := range []string{"-62167219200000000_0", "253402300799999999_9223372036854775807"} {
+		cur, err := events.ParseTrackCursor(c)
+		if err != nil {
+			t.Fatalf("ParseTrackCursor(%q) = %v", c, err)
+		}
+		if _, _, err := svc.Track(ctx, owner, events.TrackQuery{Device: "bus", After: &cur, Limit: 1}); err != nil {
+			t.Errorf("Track after %s = %v", c, err)
+		}
+	}
 }
 
 // TestTrackReadsTheDeviceIndex checks that a page of one device's track
@@ -166,6 +177,10 @@ func TestParseTrackQuery(t *testing.T) {
 		{"device=bus&after=12", "refused: after"},
 		{"device=bus&after=x_1", "refused: after"},
 		{"device=bus&after=1_-1", "refused: after"},
+		{"device=bus&after=-9223372036854775808_1", "refused: after"},
+		{"device=bus&after=253402300800000000_1", "refused: after"},
+		{"device=bus&after=253402300799999999_1", "bus from=- to=- after=253402300799999999_1 limit=100"},
+		{"device=bus&from=0000-01-01T00:00:00Z", "bus from=0000-01-01T00:00:00Z to=- after=- limit=100"},
 		{"device=bus&limit=0", "refused: limit"},
 		{"device=bus&limit=1001", "refused: limit"},
 		{"device=bus&limit=ten", "refused: limit"},
