@@ -311,20 +311,20 @@ func pageParams(after, limit string, max int) (int64, int, error) {
 			errs.Add("Must be a cursor from an earlier page's next, or omitted.", "value_error", "query", "after")
 		}
 	}
-	n, ok := pageLimit(limit, max)
-	if !ok {
-		errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
-	}
-	return a, n, errs.Err()
+	return a, pageLimit(limit, max, errs), errs.Err()
 }
 
-// pageLimit reads a page size from 1 to max; "" is 100, or max if less.
-func pageLimit(v string, max int) (int, bool) {
+// pageLimit reads the limit parameter, a page size from 1 to max ("" is
+// 100, or max if less), adding its problem to errs.
+func pageLimit(v string, max int, errs *apperr.ValidationError) int {
 	if v == "" {
-		return min(100, max), true
+		return min(100, max)
 	}
 	n, err := strconv.Atoi(v)
-	return n, err == nil && n >= 1 && n <= max
+	if err != nil || n < 1 || n > max {
+		errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
+	}
+	return n
 }
 
 // Positions serves GET /positions?device=ID: a page of the device's

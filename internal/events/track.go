@@ -95,7 +95,14 @@ func (s *Service) Track(ctx context.Context, owner string, q TrackQuery) ([]Trac
 	}
 	out := []TrackPosition{}
 	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, trackSQL, owner, q.Device, from, to, after, afterID, q.Limit)
+		// The device's existence goes with the page, in one round trip:
+		// a follower at the end of a track asks for empty pages often.
+		b := &pgx.Batch{}
+		b.Queue(trackSQL, owner, q.Device, from, to, after, afterID, q.Limit)
+		b.Queue(`SELECT EXISTS (SELECT FROM event_devices WHERE owner = $1 AND device = $2)`, owner, q.Device)
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
@@ -106,15 +113,17 @@ func (s *Service) Track(ctx context.Context, owner string, q TrackQuery) ([]Trac
 			p = TrackPosition{} // a nil optional makes the next scan allocate, not write through this row's
 			return nil
 		})
-		if err != nil || len(out) > 0 {
+		if err != nil {
 			return err
 		}
 		var known bool
-		err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM event_devices WHERE owner = $1 AND device = $2)`, owner, q.Device).Scan(&known)
-		if err == nil && !known {
-			err = errNoDevice
+		if err := br.QueryRow().Scan(&known); err != nil {
+			return err
 		}
-		return err
+		if !known {
+			return errNoDevice
+		}
+		return br.Close()
 	})
 	if err != nil || len(out) == 0 {
 		return out, nil, err
@@ -154,10 +163,7 @@ func ParseTrackQuery(get func(string) string, max int) (TrackQuery, error) {
 		}
 		q.After = &c
 	}
-	var ok bool
-	if q.Limit, ok = pageLimit(get("limit"), max); !ok {
-		errs.Add("Must be an integer from 1 to "+strconv.Itoa(max)+".", "value_error", "query", "limit")
-	}
+	q.Limit = pageLimit(get("limit"), max, errs)
 	return q, errs.Err()
 }
 
