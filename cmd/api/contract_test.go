@@ -67,6 +67,8 @@ func TestContractTour(t *testing.T) {
 		"DATABASE_URL":          dbURL,
 		"AUTH_ANONYMOUS_SCOPES": "proximity:read,geofences:read,tiles:read",
 		"RATELIMIT_GEOFENCE":    "100000/1s",
+		// Each refused look-up of a subscription is charged too.
+		"RATELIMIT_EVENTS": "100000/1s",
 	}
 	key := "tour-" + testenv.Prefix(t)
 	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")

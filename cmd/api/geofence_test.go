@@ -45,10 +45,11 @@ func TestGeofenceEndToEnd(t *testing.T) {
 	}
 }
 
-// TestFencePagesChargeBytes: GET /geofences is charged, once written, one
-// unit per 100 fences and one more per MiB, as the OGC API items pages
-// are: a page of three fences with a MiB of properties each costs 4, a
-// page of three small fences 1.
+// TestFencePagesChargeBytes: GET /geofences costs one request of the
+// geofence policy whatever its size, and the database budget is charged,
+// once written, what its statements took and a millisecond per 64 KiB
+// written: a page of three fences with a MiB of properties each costs at
+// least 48 ms more than a page of three small fences.
 func TestFencePagesChargeBytes(t *testing.T) {
 	db, dbURL := testenv.DBWithURL(t)
 	// Two groups of three fences, far from any other, told apart by a
@@ -63,22 +64,26 @@ FROM generate_series(0, 2) i;`); err != nil {
 		t.Fatal(err)
 	}
 	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_GEOFENCE": "1000/1m"})
-	used := func() int {
+	used := func(policy string) int {
 		t.Helper()
-		return rateLimitStatus(t, base, "").policy(t, "geofence").Windows[0].Used
+		return rateLimitStatus(t, base, "").policy(t, policy).Windows[0].Used
 	}
-	page := func(bbox string) int {
+	page := func(bbox string) (requests, ms int) {
 		t.Helper()
-		before := used()
+		before, beforeMS := used("geofence"), used("database")
 		code, _, body := call(t, "GET", base+"/geofences?limit=10&bbox="+bbox, "", "")
 		var fc struct{ Features []json.RawMessage }
 		if err := json.Unmarshal(body, &fc); code != 200 || err != nil || len(fc.Features) != 3 {
 			t.Fatalf("GET /geofences?bbox=%s = %d with %d fences (%v), want 200 with 3", bbox, code, len(fc.Features), err)
 		}
-		return used() - before
+		return used("geofence") - before, used("database") - beforeMS
 	}
-	small, large := page("99.9,-40.1,100.4,-39.8"), page("109.9,-40.1,110.4,-39.8")
-	if small != 1 || large != 4 {
-		t.Errorf("a page of 3 small fences cost %d, of 3 fences of 1 MiB each %d; want 1 and 4 (1 + 1 per MiB)", small, large)
+	small, smallMS := page("99.9,-40.1,100.4,-39.8")
+	large, largeMS := page("109.9,-40.1,110.4,-39.8")
+	if small != 1 || large != 1 {
+		t.Errorf("a page of 3 small fences cost %d requests, of 3 fences of 1 MiB each %d; want 1 each", small, large)
+	}
+	if smallMS < 1 || largeMS < 48 {
+		t.Errorf("a page of 3 small fences cost %d ms of the database budget, of 3 fences of 1 MiB each %d; want at least 1 and 48 (3 MiB at 64 KiB a millisecond)", smallMS, largeMS)
 	}
 }

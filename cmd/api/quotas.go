@@ -95,8 +95,8 @@ type (
 )
 
 func (q *quotas) serve(c *gin.Context) {
-	p, ok := q.s.gate.Admit(c, gate.Ask{})
-	if !ok {
+	p, err := q.s.gate.Admit(c.Request.Context(), gate.Ask{})
+	if !httpx.Admitted(c, p, err) {
 		return
 	}
 	defer p.Done()

@@ -74,7 +74,7 @@ func TestRateLimitRoute(t *testing.T) {
 	for _, p := range got.Policies {
 		names = append(names, p.Policy)
 	}
-	if want := []string{"events", "features", "geofence", "positions", "rate-limit", "tiles", "tiles-cached"}; !slices.Equal(names, want) {
+	if want := []string{"database", "events", "features", "geofence", "positions", "rate-limit", "tiles", "tiles-cached"}; !slices.Equal(names, want) {
 		t.Errorf("policies %v, want %v", names, want)
 	}
 	geo := got.policy(t, "geofence")

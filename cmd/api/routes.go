@@ -62,22 +62,23 @@ var (
 
 	// The OGC API - Features documents about the service, and the routes
 	// of one collection.
-	spendFeatures      = gate.Spend{Policy: policyFeatures}
-	spendFeaturesLayer = gate.Spend{Policy: policyFeatures, Layers: true}
+	spendFeatures      = gate.Spend{Policy: policyFeatures, Database: policyDatabase}
+	spendFeaturesLayer = gate.Spend{Policy: policyFeatures, Database: policyDatabase, Layers: true}
 	// /within and every geofence route.
-	spendGeofence = gate.Spend{Policy: policyGeofence, Layers: true}
+	spendGeofence = gate.Spend{Policy: policyGeofence, Database: policyDatabase, Layers: true}
 	// A tile spends tiles for the layers it renders and tiles-cached for
-	// those it finds in the cache.
-	spendTiles = gate.Spend{Policy: policyTiles, Cached: policyTilesCached, Layers: true}
+	// those it finds in the cache; a render also spends the database
+	// budget, a tile served whole from the cache does not.
+	spendTiles = gate.Spend{Policy: policyTiles, Cached: policyTilesCached, Database: policyDatabase, Layers: true}
 	// The OGC API - Tiles and Styles documents cost a unit of
 	// tiles-cached, as a cached tile does.
 	spendTilesCached = gate.Spend{Policy: policyTilesCached}
 	spendRateLimit   = gate.Spend{Policy: policyRateLimit}
 	// A batch of positions costs what it holds; the subscription and
 	// event routes that name a subscription's layer check it.
-	spendPositions   = gate.Spend{Policy: policyPositions}
-	spendEvents      = gate.Spend{Policy: policyEvents}
-	spendEventsLayer = gate.Spend{Policy: policyEvents, Layers: true}
+	spendPositions   = gate.Spend{Policy: policyPositions, Database: policyDatabase}
+	spendEvents      = gate.Spend{Policy: policyEvents, Database: policyDatabase}
+	spendEventsLayer = gate.Spend{Policy: policyEvents, Database: policyDatabase, Layers: true}
 )
 
 // routes lists every route of the service.
@@ -182,7 +183,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 	r := httpx.NewRouter(log, httpx.NewMetrics(s.registry), cfg.Server.TrustedProxies)
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
 		"RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-Request-ID", "X-Cache", "ETag", "Link"}))
-	authn := s.authn.Middleware()
+	authn := authenticate(s.authn)
 	for _, rt := range rs {
 		var chain []gin.HandlerFunc
 		switch rt.scope {
@@ -190,7 +191,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 		case anyone:
 			chain = append(chain, authn)
 		default:
-			chain = append(chain, authn, auth.Require(rt.scope))
+			chain = append(chain, authn, requireScope(rt.scope))
 		}
 		if rt.policy != ungated {
 			for _, p := range rt.policy.Policies() {
@@ -198,7 +199,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 					return nil, fmt.Errorf("route %s %s: rate-limit policy %q is not configured", rt.method, rt.path, p)
 				}
 			}
-			chain = append(chain, s.gate.Route(rt.method+" "+templatePath(rt.path), rt.policy))
+			chain = append(chain, gated(s.gate, rt.method+" "+templatePath(rt.path), rt.policy))
 		}
 		if s.floors != nil && rt.scope != public && rt.scope != nobody {
 			chain = append(chain, s.readFloor)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/limits"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
@@ -43,6 +43,7 @@ const (
 	policyRateLimit   = "rate-limit"   // GET /rate_limit
 	policyPositions   = "positions"    // POST /positions, per position
 	policyEvents      = "events"       // subscriptions, events and devices
+	policyDatabase    = "database"     // every route's work on PostgreSQL, in ms
 )
 
 // services are what the routes are served by, each built once.
@@ -103,6 +104,10 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	context.AfterFunc(ctx, s.limiter.Close)
 	s.gate = gate.New(s.access, s.limiter, limitedAs, log)
 	s.gate.DBTime = dbTime
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "geogate_gate_estimates",
+		Help: "Kinds of request (route, policy, layers, size) the gate keeps an estimate of database time for.",
+	}, func() float64 { return float64(s.gate.Estimates()) }))
 	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(d.db, keyIdentity), log, s.registry)
 	if err := s.limits.Reload(ctx); err != nil {
 		log.Warn("rate-limit overrides not applied at start; retrying", "err", err.Error())
@@ -167,7 +172,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
 	// Every replica delivers: leases keep them from sending an event
 	// twice at once, and the deliveries policy bounds each subscriber.
-	worker := delivery.New(d.db, cfg.Delivery, s.limiter, delivery.NewMetrics(s.registry), log)
+	worker := delivery.New(d.db, cfg.Delivery, s.gate, delivery.NewMetrics(s.registry), log)
 	s.background.Go(func() { worker.Run(ctx) })
 	if keep := cfg.Events.PositionsRetention; keep > 0 {
 		retention := events.NewRetention(d.db, keep, 0, s.registry, log)
@@ -183,8 +188,8 @@ func (s *services) metrics() gin.HandlerFunc {
 
 // layers serves GET /layers: the layers the caller may read.
 func (s *services) layers(c *gin.Context) {
-	p, ok := s.gate.Admit(c, gate.Ask{})
-	if !ok {
+	p, err := s.gate.Admit(c.Request.Context(), gate.Ask{})
+	if !httpx.Admitted(c, p, err) {
 		return
 	}
 	defer p.Done()
@@ -202,8 +207,8 @@ func dbTime(ctx context.Context) time.Duration {
 
 // limitedAs names who a request is rate limited as: its identity's limit
 // key and tier.
-func limitedAs(r *http.Request) (identity, tier string) {
-	id := auth.FromContext(r.Context())
+func limitedAs(ctx context.Context) (identity, tier string) {
+	id := auth.FromContext(ctx)
 	return id.LimitKey(), id.Tier
 }
 

@@ -335,6 +335,7 @@ func TestSoak(t *testing.T) {
 		"RATELIMIT_GEOFENCE":     "50/1s",
 		"RATELIMIT_TILES":        "50/1s",
 		"RATELIMIT_TILES_CACHED": "400/1s",
+		"RATELIMIT_DATABASE":     "100000ms/1s",
 		// Under test are statuses and memory, not latency on a shared
 		// machine: generous deadlines keep a slow moment from being a 503.
 		"REDIS_TIMEOUT":      "3s",

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -49,6 +50,11 @@ type Error struct {
 	// RetryAfter, when positive, is how long the caller should wait
 	// before trying again.
 	RetryAfter time.Duration
+	// Header holds fields the answer carries besides the body: the
+	// RateLimit fields of a refusal, say. A decision that refuses a
+	// request (the gate, the limiter) sets them, and the HTTP edge
+	// writes them; nothing else reads them.
+	Header http.Header
 }
 
 func (e *Error) Error() string {

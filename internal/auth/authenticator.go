@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geogate/geogate/internal/apperr"
-	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/peer"
 )
 
 // Authenticator turns a request's credentials into an Identity.
@@ -99,7 +99,7 @@ func (a *Authenticator) count(r *http.Request, err error) {
 // x-api-key header or as HTTP Basic credentials (key id and secret), a
 // token as "Authorization: Bearer". A request with neither an
 // x-api-key header nor an Authorization header is anonymous and known by
-// its client address (httpx.ClientOf). A request with both is refused rather than guessing
+// its client address (peer.Of). A request with both is refused rather than guessing
 // which one the caller meant (and which one its limit should count).
 // Credentials that are present but wrong are refused even on routes that
 // anonymous callers may use, so that a broken client notices.
@@ -132,7 +132,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 	}
 	return Identity{
 		Kind:      KindIP,
-		ID:        IPKey(httpx.ClientOf(r).Addr),
+		ID:        IPKey(peer.Of(r).Addr),
 		Scopes:    slices.Clip(a.anonScopes),
 		Anonymous: true,
 	}, nil

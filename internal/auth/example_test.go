@@ -2,35 +2,32 @@ package auth_test
 
 import (
 	"fmt"
-	"net/http"
 	"net/http/httptest"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/auth"
 )
 
-// Routes name their scope with Require; the middleware has already put
-// the caller's identity into the request.
-func ExampleRequire() {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.Use(auth.NewAuthenticator(auth.Options{AnonymousScopes: auth.ReadScopes}).Middleware())
-	r.GET("/within", auth.Require(auth.ScopeProximityRead), func(c *gin.Context) {
-		c.String(http.StatusOK, auth.FromContext(c.Request.Context()).LimitKey())
-	})
-	r.POST("/geofences", auth.Require(auth.ScopeGeofencesWrite), func(c *gin.Context) {})
-
-	for _, req := range []*http.Request{
-		httptest.NewRequest("GET", "/within", nil),
-		httptest.NewRequest("POST", "/geofences", nil),
+// A request is authenticated once, then each route names its scope with
+// Allow; the error of either is the answer.
+func ExampleAllow() {
+	a := auth.NewAuthenticator(auth.Options{AnonymousScopes: auth.ReadScopes})
+	for _, tc := range []struct{ method, scope string }{
+		{"GET", auth.ScopeProximityRead},
+		{"POST", auth.ScopeGeofencesWrite},
 	} {
-		req.RemoteAddr = "[2001:db8:1:2::7]:50000"
-		w := httptest.NewRecorder()
-		r.ServeHTTP(w, req)
-		fmt.Println(req.Method, req.URL.Path, w.Code, w.Body.String())
+		r := httptest.NewRequest(tc.method, "/", nil)
+		r.RemoteAddr = "[2001:db8:1:2::7]:50000"
+		ctx, err := a.Admit(r)
+		if err == nil {
+			err = auth.Allow(ctx, r, tc.scope)
+		}
+		if err != nil {
+			fmt.Println(tc.method, tc.scope, "refused:", err)
+			continue
+		}
+		fmt.Println(tc.method, tc.scope, "as", auth.FromContext(ctx).LimitKey())
 	}
 	// Output:
-	// GET /within 200 ip:2001:db8:1:2::/64
-	// POST /geofences 401 {"detail":"Authentication required: send an API key in the x-api-key header or a bearer token in the Authorization header."}
+	// GET proximity:read as ip:2001:db8:1:2::/64
+	// POST geofences:write refused: Authentication required: send an API key in the x-api-key header or a bearer token in the Authorization header.
 }

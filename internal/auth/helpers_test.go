@@ -117,8 +117,8 @@ func testRouter(a *Authenticator) *gin.Engine { return testRouterBehind(a, httpx
 // testRouterBehind is testRouter behind the proxies trusted.
 func testRouterBehind(a *Authenticator, trusted httpx.TrustedProxies) *gin.Engine {
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, trusted)
-	r.Use(a.Middleware())
-	r.GET("/within", Require(ScopeProximityRead), func(c *gin.Context) {
+	r.Use(a.middleware())
+	r.GET("/within", require(ScopeProximityRead), func(c *gin.Context) {
 		id := FromContext(c.Request.Context())
 		if !id.Spatial.ContainsCircle(13.4, 52.5, 500) {
 			httpx.Abort(c, apperr.New(apperr.Forbidden, "The query circle leaves your spatial scope."))
@@ -127,7 +127,7 @@ func testRouterBehind(a *Authenticator, trusted httpx.TrustedProxies) *gin.Engin
 		ctxID := FromContext(c.Request.Context())
 		c.JSON(http.StatusOK, gin.H{"limit_key": id.LimitKey(), "kind": id.Kind, "tier": id.Tier, "ctx_kind": ctxID.Kind, "scopes": id.Scopes})
 	})
-	r.POST("/geofences", Require(ScopeGeofencesWrite), func(c *gin.Context) { c.Status(http.StatusCreated) })
+	r.POST("/geofences", require(ScopeGeofencesWrite), func(c *gin.Context) { c.Status(http.StatusCreated) })
 	return r
 }
 

@@ -162,8 +162,8 @@ func counterValue(t *testing.T, reg *prometheus.Registry, method, result string)
 func TestAccessLogCarriesIdentity(t *testing.T) {
 	var buf bytes.Buffer
 	r := httpx.NewRouter(slog.New(slog.NewJSONHandler(&buf, nil)), nil, httpx.TrustedProxies{})
-	r.Use(NewAuthenticator(Options{AnonymousScopes: ReadScopes}).Middleware())
-	r.GET("/within", Require(ScopeProximityRead), func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	r.Use(NewAuthenticator(Options{AnonymousScopes: ReadScopes}).middleware())
+	r.GET("/within", require(ScopeProximityRead), func(c *gin.Context) { c.Status(http.StatusNoContent) })
 	do(t, r, "GET", "/within", nil, "[2001:db8:1:2::7]:1")
 	if !strings.Contains(buf.String(), `"identity":"ip:2001:db8:1:2::/64"`) {
 		t.Errorf("access log = %s, want the identity", buf.String())

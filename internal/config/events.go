@@ -33,6 +33,7 @@ func loadEvents(r *reader) Events {
 				Heartbeat: r.duration("EVENTS_STREAM_HEARTBEAT", 15*time.Second),
 				Poll:      r.duration("EVENTS_STREAM_POLL", 5*time.Second),
 			},
+			MaxStreams: r.integer("EVENTS_MAX_STREAMS", 8, 1, 10_000),
 		},
 	}
 }

@@ -222,6 +222,14 @@ func DefaultPolicies() map[string]ratelimit.Policy {
 		"features": ratelimit.NewPolicy("features", ratelimit.Window{Limit: 2000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 60000, Period: time.Minute, Unit: ratelimit.DBTime}),
 		// A batch of positions costs what it holds.
 		"positions": positions,
+		// Every identity's one budget of PostgreSQL time, which every
+		// route that runs statements spends beside its own policy: the
+		// milliseconds its statements held a connection, times the
+		// layers' multipliers, plus a millisecond per 64 KiB written.
+		// Four connections' worth in any second, two on average over a
+		// minute: a light client never meets it, a crowd of one
+		// identity's requests cannot hold the pool.
+		"database": ratelimit.NewPolicy("database", ratelimit.Window{Limit: 4000, Period: time.Second, Unit: ratelimit.DBTime}, ratelimit.Window{Limit: 120000, Period: time.Minute, Unit: ratelimit.DBTime}),
 		// Subscriptions, pulled events and devices; and, per subscriber,
 		// the webhook deliveries made for it.
 		"events":     ratelimit.NewPolicy("events", ratelimit.Window{Limit: 20, Period: time.Second}),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
@@ -62,19 +64,21 @@ func (w *Worker) deliverOne(ctx context.Context, c claimed, more bool) (claimed,
 // says how long to put the delivery off. A refusal is no attempt: the
 // receiver did nothing wrong.
 func (w *Worker) admit(ctx context.Context, c claimed) (time.Duration, bool) {
-	if w.limit == nil {
+	if w.gate == nil {
 		return 0, true
 	}
-	d, err := w.limit.Allow(ctx, w.s.Policy, c.Owner, 1)
+	p, err := w.gate.Admit(gate.As(ctx, c.Owner, ""), gate.Ask{Policy: w.s.Policy})
+	var refused *apperr.Error
 	switch {
+	case err == nil:
+		p.Done()
+		return 0, true
 	case errors.Is(err, ratelimit.ErrUnknownPolicy):
 		return 0, true // no such policy configured: deliveries are not limited
-	case err != nil:
+	case !errors.As(err, &refused) || refused.Kind != apperr.RateLimited:
 		return limiterDown, false
-	case d.Allowed:
-		return 0, true
-	case d.Impossible || d.RetryAfter <= 0:
-		return w.s.RetryMax, false
+	case refused.RetryAfter <= 0:
+		return w.s.RetryMax, false // it can never fit: wait the longest
 	}
-	return d.RetryAfter, false
+	return refused.RetryAfter, false
 }

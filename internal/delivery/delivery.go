@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/pg"
-	"github.com/geogate/geogate/internal/ratelimit"
 )
 
 // Channel is where an insert into the outbox that writes a pending
@@ -56,34 +56,35 @@ type Settings struct {
 	Policy string
 }
 
-// Limiter decides whether a subscription owner may have one more
-// delivery now (ratelimit.Limiter).
-type Limiter interface {
-	Allow(ctx context.Context, policy, identity string, cost int) (ratelimit.Decision, error)
+// Gate decides whether a subscription owner may have one more delivery
+// now (gate.Gate), as it decides a request: the owner is named with
+// gate.As.
+type Gate interface {
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
 }
 
 // Worker delivers the outbox's due events.
 type Worker struct {
-	pool  *pgxpool.Pool
-	s     Settings
-	send  *sender
-	limit Limiter
-	m     *Metrics
-	log   *slog.Logger
+	pool *pgxpool.Pool
+	s    Settings
+	send *sender
+	gate Gate
+	m    *Metrics
+	log  *slog.Logger
 
 	wakeCh   chan struct{}
 	inFlight atomic.Int64
 }
 
-// New returns a worker over pool. limit may be nil: no per-owner limit.
-func New(pool *pgxpool.Pool, s Settings, limit Limiter, m *Metrics, log *slog.Logger) *Worker {
+// New returns a worker over pool. g may be nil: no per-owner limit.
+func New(pool *pgxpool.Pool, s Settings, g Gate, m *Metrics, log *slog.Logger) *Worker {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Worker{pool: pool, s: s, send: newSender(s.Timeout, s.AllowPrivate), limit: limit, m: m, log: log,
+	return &Worker{pool: pool, s: s, send: newSender(s.Timeout, s.AllowPrivate), gate: g, m: m, log: log,
 		wakeCh: make(chan struct{}, 1)}
 }
 

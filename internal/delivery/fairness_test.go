@@ -9,7 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/delivery"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -67,7 +69,7 @@ func TestDeliveryPerSubscriberLimit(t *testing.T) {
 	}
 	t.Cleanup(limiter.Close)
 	reg := prometheus.NewRegistry()
-	run(t, f.pool, quick, limiter, delivery.NewMetrics(reg))
+	run(t, f.pool, quick, gate.New(access.Settings{}, limiter, nil, nil), delivery.NewMetrics(reg))
 	hog, other := newReceiver(t), newReceiver(t)
 	prefix := testenv.Prefix(t)
 	hogSub := f.subscribe(t, "key:"+prefix+"-hog", hog.url())

@@ -99,9 +99,9 @@ func (f *fixture) shuttle(t *testing.T, owner string, devices []string, steps in
 }
 
 // run starts a worker on pool until the test ends.
-func run(t *testing.T, pool *pgxpool.Pool, s delivery.Settings, limit delivery.Limiter, m *delivery.Metrics) {
+func run(t *testing.T, pool *pgxpool.Pool, s delivery.Settings, g delivery.Gate, m *delivery.Metrics) {
 	t.Helper()
-	w := delivery.New(pool, s, limit, m, slog.New(slog.DiscardHandler))
+	w := delivery.New(pool, s, g, m, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -26,7 +26,8 @@ type Handler struct {
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
 type Gate interface {
-	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
+	Check(ctx context.Context, layer string) error
 }
 
 // Who tells the handler about the caller of a request: the owner its
@@ -50,6 +51,9 @@ type Rules struct {
 	AllowHTTP, AllowPrivate bool
 	// Stream paces the live streams; zero values take the defaults.
 	Stream StreamTiming
+	// MaxStreams is how many live streams one identity may hold open on
+	// a replica at once; 0 is no cap.
+	MaxStreams int
 }
 
 // NewHandler returns the HTTP handlers of svc; hub wakes its live
@@ -86,8 +90,14 @@ func (h *Handler) own(c *gin.Context) (string, gate.Pass, bool) {
 	if owner == "" {
 		return "", nil, false
 	}
-	pass, ok := h.gate.Admit(c, gate.Ask{})
+	pass, ok := h.admit(c, gate.Ask{})
 	return owner, pass, ok
+}
+
+// admit asks the gate for a; ok false means it has answered.
+func (h *Handler) admit(c *gin.Context, a gate.Ask) (gate.Pass, bool) {
+	p, err := h.gate.Admit(c.Request.Context(), a)
+	return p, httpx.Admitted(c, p, err)
 }
 
 func (h *Handler) body(c *gin.Context) ([]byte, bool) {
@@ -122,7 +132,7 @@ func (h *Handler) Report(c *gin.Context) {
 			return
 		}
 	}
-	pass, ok := h.gate.Admit(c, gate.Ask{Cost: len(ps)})
+	pass, ok := h.admit(c, gate.Ask{Cost: len(ps)})
 	if !ok {
 		return
 	}
@@ -150,7 +160,7 @@ func (h *Handler) CreateSubscription(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{sub.Layer}})
+	pass, ok := h.admit(c, gate.Ask{Layers: []string{sub.Layer}})
 	if !ok {
 		return
 	}
@@ -179,25 +189,30 @@ func (h *Handler) Subscriptions(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"subscriptions": subs})
 }
 
-// subscription is the caller's subscription id, admitted by the gate for
-// its layer; ok false means it has answered.
-func (h *Handler) subscription(c *gin.Context, id string, write bool) (string, Subscription, gate.Pass, bool) {
-	owner := h.owner(c)
-	if owner == "" {
+// subscription is the caller's subscription id, once the gate has
+// admitted the request (before the look-up, which it pays for) and the
+// caller may still read the subscription's layer; ok false means it has
+// answered.
+func (h *Handler) subscription(c *gin.Context, id string) (string, Subscription, gate.Pass, bool) {
+	owner, pass, ok := h.own(c)
+	if !ok {
 		return "", Subscription{}, nil, false
 	}
 	sub, err := h.svc.Subscription(c.Request.Context(), owner, id)
+	if err == nil {
+		err = h.gate.Check(c.Request.Context(), sub.Layer)
+	}
 	if err != nil {
+		pass.Done()
 		httpx.Abort(c, err)
 		return "", Subscription{}, nil, false
 	}
-	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{sub.Layer}, Write: write})
-	return owner, sub, pass, ok
+	return owner, sub, pass, true
 }
 
 // Subscription serves GET /subscriptions/{id}.
 func (h *Handler) Subscription(c *gin.Context) {
-	_, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	_, sub, pass, ok := h.subscription(c, c.Param("id"))
 	if !ok {
 		return
 	}
@@ -208,7 +223,7 @@ func (h *Handler) Subscription(c *gin.Context) {
 // UpdateSubscription serves PATCH /subscriptions/{id}: the fields sent
 // replace the subscription's.
 func (h *Handler) UpdateSubscription(c *gin.Context) {
-	owner, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	owner, sub, pass, ok := h.subscription(c, c.Param("id"))
 	if !ok {
 		return
 	}
@@ -223,7 +238,7 @@ func (h *Handler) UpdateSubscription(c *gin.Context) {
 		return
 	}
 	if next.Layer != sub.Layer {
-		p2, ok := h.gate.Admit(c, gate.Ask{Layers: []string{next.Layer}, Policy: gate.Free})
+		p2, ok := h.admit(c, gate.Ask{Layers: []string{next.Layer}, Policy: gate.Free})
 		if !ok {
 			return
 		}
@@ -255,7 +270,7 @@ func (h *Handler) DeleteSubscription(c *gin.Context) {
 
 // RotateSecret serves POST /subscriptions/{id}/secret.
 func (h *Handler) RotateSecret(c *gin.Context) {
-	owner, sub, pass, ok := h.subscription(c, c.Param("id"), false)
+	owner, sub, pass, ok := h.subscription(c, c.Param("id"))
 	if !ok {
 		return
 	}
@@ -283,7 +298,7 @@ func (h *Handler) Events(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	owner, sub, pass, ok := h.subscription(c, q.Get("subscription"), false)
+	owner, sub, pass, ok := h.subscription(c, q.Get("subscription"))
 	if !ok {
 		return
 	}

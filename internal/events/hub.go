@@ -1,6 +1,11 @@
 package events
 
-import "sync"
+import (
+	"sync"
+	"time"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
 
 // Channel is the PostgreSQL channel every insert into the outbox notifies,
 // with the subscription's id as payload.
@@ -17,13 +22,15 @@ type Hub struct {
 	once    sync.Once
 	listen  func()
 	started sync.Once
+	// opened counts the live streams of each identity.
+	opened map[string]int
 }
 
 // NewHub returns a hub with no streams. listen, when not nil, is run in
 // a goroutine of its own when the first stream begins: a process that
 // serves no stream holds no listening connection.
 func NewHub(listen func()) *Hub {
-	return &Hub{streams: map[string]map[chan struct{}]struct{}{}, stop: make(chan struct{}), listen: listen}
+	return &Hub{streams: map[string]map[chan struct{}]struct{}{}, stop: make(chan struct{}), listen: listen, opened: map[string]int{}}
 }
 
 // Notify wakes the streams of subscription sub (a notification's payload).
@@ -85,4 +92,32 @@ func wake(w chan struct{}) {
 	case w <- struct{}{}:
 	default:
 	}
+}
+
+// streamRetry is the Retry-After of a stream refused for the cap: a
+// client that reconnects at once after a drop finds its old stream
+// still counted until the server notices the drop.
+const streamRetry = 5 * time.Second
+
+// open counts one more live stream of identity, up to most (0: no cap),
+// and returns the func that ends it; over the cap, a 429.
+func (h *Hub) open(identity string, most int) (func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if most > 0 && h.opened[identity] >= most {
+		e := apperr.Limited("Too many live event streams open at once for these credentials: close one first.", "events-streams")
+		e.RetryAfter = streamRetry
+		return nil, e
+	}
+	h.opened[identity]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.opened[identity]--; h.opened[identity] <= 0 {
+				delete(h.opened, identity)
+			}
+		})
+	}, nil
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
@@ -50,12 +53,19 @@ func (h *Handler) Stream(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	owner, sub, pass, ok := h.subscription(c, q.Get("subscription"), false)
+	closeStream, err := h.hub.open(auth.FromContext(c.Request.Context()).LimitKey(), h.rules.MaxStreams)
+	if err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	defer closeStream()
+	owner, sub, pass, ok := h.subscription(c, q.Get("subscription"))
 	if !ok {
 		return
 	}
-	// Admitted for the whole stream: it holds no in-flight slot while it
-	// lasts, and its reads are not charged again.
+	// The connect is one request; each read of the outbox after it is
+	// admitted and charged on its own (stream.read), so a stream holds
+	// no in-flight slot while it lasts.
 	pass.Done()
 	c.Header("Content-Type", "text/event-stream")
 	c.Header("Cache-Control", "no-store")
@@ -96,6 +106,9 @@ type stream struct {
 	sub   string
 	after int64
 	t     StreamTiming
+	// until, after a read the gate refused, is when the next may be
+	// asked for: wakes before it read nothing.
+	until time.Time
 }
 
 // run sends events until the client goes away, the service shuts down,
@@ -138,23 +151,50 @@ func (s *stream) run(ctx context.Context) {
 // catchUp sends every event after the cursor; false ends the stream.
 func (s *stream) catchUp(ctx context.Context) bool {
 	for {
-		evs, err := s.h.svc.Events(ctx, s.owner, s.sub, s.after, s.h.svc.s.MaxPage)
-		if err != nil {
-			if ctx.Err() == nil && apperr.KindOf(err) != apperr.NotFound {
-				s.log.Warn("event stream ended", "subscription", s.sub, "err", err.Error())
-			}
-			return false
-		}
-		if len(evs) == 0 {
-			return true
-		}
-		for _, e := range evs {
-			if !s.send(frame(e)) {
-				return false
-			}
-			s.after = e.Seq
+		n, more, ok := s.read(ctx)
+		if !ok || n == 0 || !more {
+			return ok
 		}
 	}
+}
+
+// read sends one page of the events after the cursor, as a request of
+// its own: the gate admits it and charges what it read and sent, under
+// the route's policies. A read the gate refuses waits out its
+// Retry-After, the stream kept open; false ends the stream.
+func (s *stream) read(ctx context.Context) (sent int, more, ok bool) {
+	if time.Now().Before(s.until) {
+		return 0, false, true
+	}
+	pass, err := s.h.gate.Admit(ctx, gate.Ask{})
+	if err != nil {
+		var refused *apperr.Error
+		if !errors.As(err, &refused) || refused.Kind != apperr.RateLimited {
+			return 0, false, ctx.Err() == nil && apperr.KindOf(err) == apperr.Unavailable
+		}
+		s.until = time.Now().Add(max(time.Second, refused.RetryAfter))
+		return 0, false, true
+	}
+	defer pass.Done()
+	evs, err := s.h.svc.Events(ctx, s.owner, s.sub, s.after, s.h.svc.s.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil && apperr.KindOf(err) != apperr.NotFound {
+			s.log.Warn("event stream ended", "subscription", s.sub, "err", err.Error())
+		}
+		return 0, false, false
+	}
+	bytes := 0
+	for _, e := range evs {
+		f := frame(e)
+		if !s.send(f) {
+			return sent, false, false
+		}
+		bytes += len(f)
+		sent++
+		s.after = e.Seq
+	}
+	pass.Spent(gate.Usage{Bytes: bytes})
+	return sent, len(evs) == s.h.svc.s.MaxPage, true
 }
 
 // frame is e as one server-sent event.

@@ -111,6 +111,18 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, r Rights) *Service {
 // errUnknownCollection answers a collection id the catalog does not hold.
 var errUnknownCollection = apperr.New(apperr.NotFound, "Unknown collection: GET /collections lists the published ones.")
 
+// known returns nil when the caller may read collection id and the
+// catalog holds it, from memory alone; else the answer layer would give.
+func (s *Service) known(ctx context.Context, id string) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	if s.cat.Layer(id) == nil {
+		return errUnknownCollection
+	}
+	return nil
+}
+
 // layer returns the statement parts of collection id, once the caller may
 // read it: a caller refused it is told so whether it exists or not.
 func (s *Service) layer(ctx context.Context, id string) (*layerSQL, error) {

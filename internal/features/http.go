@@ -2,6 +2,7 @@ package features
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,7 +36,7 @@ type Access struct {
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
 type Gate interface {
-	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
 }
 
 // NewHandler returns the HTTP handlers of svc under the public URL of s.
@@ -51,7 +52,22 @@ func (h *Handler) base(c *gin.Context) string { return httpx.BaseURL(c.Request, 
 // enter asks the gate for a request of the layers named (none: a
 // document about the service) at cost; ok false means it has answered.
 func (h *Handler) enter(c *gin.Context, cost int, layers ...string) (gate.Pass, bool) {
-	return h.gate.Admit(c, gate.Ask{Layers: layers, Cost: cost})
+	return h.admit(c, gate.Ask{Layers: layers, Cost: cost})
+}
+
+// admit asks the gate for a once its layers are known to the caller: a
+// layer the caller may not read, or that does not exist, is answered
+// without reaching the gate, so that made-up ids cost the gate nothing
+// and teach it nothing. ok false means it has answered.
+func (h *Handler) admit(c *gin.Context, a gate.Ask) (gate.Pass, bool) {
+	for _, l := range a.Layers {
+		if err := h.svc.known(c.Request.Context(), l); err != nil {
+			httpx.Abort(c, err)
+			return nil, false
+		}
+	}
+	p, err := h.gate.Admit(c.Request.Context(), a)
+	return p, httpx.Admitted(c, p, err)
 }
 
 // Landing serves / : the landing document to a client asking for JSON,
@@ -191,13 +207,7 @@ func writeJSON(c *gin.Context, typ string, v any) {
 func (h *Handler) Items(c *gin.Context) {
 	v := httpx.Query(c)
 	id := c.Param("collectionId")
-	// The first page also counts what matches: its database time is
-	// learned apart from the pages after it.
-	size := strconv.Itoa(h.pageCost(v))
-	if v.Get("cursor") != "" {
-		size += "+next"
-	}
-	pass, ok := h.gate.Admit(c, gate.Ask{Layers: []string{id}, Cost: h.pageCost(v), Size: size})
+	pass, ok := h.admit(c, gate.Ask{Layers: []string{id}, Cost: h.pageCost(v), Size: h.pageSize(v)})
 	if !ok {
 		return
 	}
@@ -236,7 +246,7 @@ func (h *Handler) Items(c *gin.Context) {
 	b.Write(lj)
 	b.WriteByte('}')
 	setContentCRS(c, p.CRS)
-	pass.Spent(gate.Usage{Cost: gate.PageCost(len(p.Features), b.Len())})
+	pass.Spent(gate.Usage{Cost: gate.PageCost(len(p.Features), b.Len()), Bytes: b.Len()})
 	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
 }
 
@@ -312,6 +322,30 @@ func (h *Handler) Item(c *gin.Context) {
 	}
 	c.Data(http.StatusOK, typeGeoJSON, body)
 }
+
+// pageSize names what makes one items request cost more database time
+// than another of the same layer, for the estimates learned from them:
+// its page size, whether it counts what matches (the first page does),
+// and whether a bbox or a filter narrows it.
+func (h *Handler) pageSize(v url.Values) string {
+	size := strconv.Itoa(h.pageCost(v))
+	if v.Get("cursor") != "" {
+		size += "+next"
+	}
+	if v.Get("bbox") != "" {
+		size += "+bbox"
+	}
+	for k := range v {
+		if !plainParams[k] {
+			size += "+filter"
+			break
+		}
+	}
+	return size
+}
+
+// plainParams are the items parameters that neither filter nor narrow.
+var plainParams = map[string]bool{"limit": true, "cursor": true, "bbox": true, "f": true, "crs": true, "bbox-crs": true}
 
 // pageCost is what an items request reserves of its caller's features
 // budget: one unit per 100 features it may return (its limit); once

@@ -1,24 +1,25 @@
 // Package gate is the one place a request is checked, admitted and
-// charged. A handler calls Admit with the layers the request reads or
-// writes, once it knows them: the gate checks that the caller may reach
-// each of them, picks each layer's rate-limit policy and cost, admits the
-// request against the limiter, and hands back a Pass. When the work is
-// done the handler settles the Pass with what the request really cost,
-// and releases it.
+// charged. A handler, or a worker with no request at all, calls Admit
+// with the layers the work reads or writes, once it knows them: the gate
+// checks that the caller may reach each of them, picks each layer's
+// rate-limit policy and cost, admits the request against the limiter,
+// and hands back a Pass, or an error that says why not (its status, its
+// problem type and its headers: the one error-to-status function writes
+// it). When the work is done the caller settles the Pass with what the
+// request really cost, and releases it.
 //
-// The route a request came in on names its policy through Route, which
-// also notices a route whose handler answered without asking the gate.
+// The route a request came in on names its policy through WithRoute,
+// whose Route also notices a route whose handler answered without asking
+// the gate. The gate knows nothing of HTTP frameworks.
 package gate
 
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/geogate/geogate/internal/access"
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
@@ -27,34 +28,38 @@ const Free = ""
 
 // Ask is what a request asks of the gate.
 type Ask struct {
-	// Layers are the layers the request reads or writes; none for a
-	// request that reads no layer (a document about the service).
+	// Layers are the layers the request reads or writes on the database;
+	// none for a request that reads no layer (a document about the
+	// service). Name them after they were looked up: what the gate
+	// learns of their cost is kept for layers that exist.
 	Layers []string
+	// Cached are the layers the request serves from a cache or from
+	// memory (a tile found in the tile cache, a document about a
+	// layer): the route's cached policy (Spend.Cached) applies to them,
+	// if it has one, and their own policies, which are for work on the
+	// database, do not. They are admitted together with Layers.
+	Cached []string
 	// Write says the request changes the layers; it needs what a read
 	// needs (the route's scope asks for the write scope).
 	Write bool
 	// Policy, when set, is spent instead of the route's.
 	Policy string
-	// Cached says what is asked is served from a cache or from memory:
-	// the route's cached policy (Spend.Cached) applies, if it has one,
-	// and the layers' own policies, which are for work on the database,
-	// do not.
-	Cached bool
 	// Cost is the estimated cost per layer in the policy's units, before
 	// each layer's multiplier; 0 is 1.
 	Cost int
-	// Size names how big the request is (a zoom, a page size), for the
-	// estimates of database time learned from requests like it; "" is
-	// Cost.
+	// Size names how big the request is (a zoom, a page size, a radius;
+	// whether it filters), for the estimates of database time learned
+	// from requests like it; "" is Cost.
 	Size string
 }
 
-// Pass is an admitted request. Spent tells it what the request really
-// cost, when the handler knows better than its estimate; Done settles the
-// true cost (what Spent said, and the database time measured) and
-// releases what the request holds. Call Done once it has been answered;
-// more calls do nothing.
+// Pass is an admitted request. Header is the RateLimit fields its answer
+// carries; Spent tells it what the request really cost, when the handler
+// knows better than its estimate; Done settles the true cost (what Spent
+// said, and the database time measured) and releases what the request
+// holds. Call Done once it has been answered; more calls do nothing.
 type Pass interface {
+	Header() http.Header
 	Spent(Usage)
 	Done()
 }
@@ -64,7 +69,17 @@ type Usage struct {
 	// Cost is the true cost in the units the estimate (Ask.Cost) was in;
 	// 0 keeps the estimate.
 	Cost int
+	// Bytes is how much the answer held. A policy of database time
+	// charges it at BytesPerMS: building and sending an answer holds the
+	// request's connection and memory as a statement does.
+	Bytes int
 }
+
+// BytesPerMS is the exchange rate of bytes written into milliseconds of
+// database time: 64 KiB written cost as much as a millisecond of
+// PostgreSQL time, so a page of 1 MiB adds 16 ms to what its statements
+// took.
+const BytesPerMS = 64 << 10
 
 // PageCost is what a page of features really cost, in request units: one
 // per 100 features returned and one more per MiB written, at least 1. Every
@@ -78,22 +93,15 @@ func PageCost(features, bytes int) int {
 // runs: one unit per 100 it may return; PageCost settles it.
 func PageEstimate(limit int) int { return max(1, (limit+99)/100) }
 
-// pass is the gate's Pass.
-type pass struct {
-	g        *Gate
-	ctx      context.Context
-	route    string
-	releases []func()
-	charges  []charge
-	usage    Usage
-	done     bool
-}
+// Caller names who the request of ctx is limited as: the identity it is
+// counted under and the tier whose overrides apply.
+type Caller func(ctx context.Context) (identity, tier string)
 
 // Gate admits requests. Its zero value is not usable; see New.
 type Gate struct {
 	rules   access.Settings
 	limiter *ratelimit.Limiter
-	caller  ratelimit.Caller
+	caller  Caller
 	log     *slog.Logger
 	est     *estimates
 	// DBTime, when set, is the database time the request of ctx has
@@ -109,9 +117,12 @@ type Gate struct {
 // New returns the gate over the layer rules and the limiter. A nil
 // limiter admits every request the rules let through, for tests of one
 // capability and tools that run without limits.
-func New(rules access.Settings, lim *ratelimit.Limiter, caller ratelimit.Caller, log *slog.Logger) *Gate {
+func New(rules access.Settings, lim *ratelimit.Limiter, caller Caller, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
+	}
+	if caller == nil {
+		caller = func(context.Context) (string, string) { return "", "" }
 	}
 	return &Gate{rules: rules, limiter: lim, caller: caller, log: log, est: newEstimates()}
 }
@@ -125,58 +136,83 @@ func Open() *Gate { return New(access.Settings{}, nil, nil, nil) }
 // leave out what a caller may not see.
 func (g *Gate) Check(ctx context.Context, layer string) error { return g.rules.Check(ctx, layer) }
 
+// Estimates is how many kinds of request the gate keeps an estimate of
+// database time for: bounded, and grown only by requests for layers that
+// exist.
+func (g *Gate) Estimates() int { return g.est.len() }
+
 // Readable says whether the caller of ctx may read layer.
 func (g *Gate) Readable(ctx context.Context, layer string) bool { return g.Check(ctx, layer) == nil }
 
-// Admit checks, admits and charges a request. When it returns ok false
-// the answer (403, 429 or 503) has been written and the handler returns.
-func (g *Gate) Admit(c *gin.Context, a Ask) (Pass, bool) {
-	st := stateOf(c)
-	if st != nil {
-		st.asked = true
-	}
-	ctx := c.Request.Context()
-	check := g.rules.Check
-	if a.Write {
-		check = g.rules.CheckWrite
-	}
-	for _, l := range a.Layers {
-		if err := check(ctx, l); err != nil {
-			httpx.Abort(c, err)
-			return nil, false
-		}
+// Admit checks, admits and charges a request. The error, when not nil,
+// is the answer: a 403 for a layer the caller may not reach, a 429 (with
+// its RateLimit fields in the error's Header) or a 503. Admission is all
+// or nothing: a request refused by one of its policies spends nothing on
+// the others.
+func (g *Gate) Admit(ctx context.Context, a Ask) (Pass, error) {
+	rt := routeOf(ctx)
+	rt.ask()
+	if err := g.check(ctx, a); err != nil {
+		return nil, err
 	}
 	policy := a.Policy
-	route := ""
-	if st != nil {
-		route = st.route
-		if policy == "" {
-			policy = st.spend.policy(a)
-		}
-		if len(a.Layers) > 0 && !a.Cached && !st.spend.Layers && policy != Free {
-			g.misdeclared(route)
-		}
+	if policy == "" {
+		policy = rt.policy()
 	}
-	if policy == Free || g.limiter == nil {
-		return &pass{done: true}, true
+	if len(a.Layers) > 0 && policy != Free && rt != nil && !rt.spend.Layers {
+		g.misdeclared(rt.name)
 	}
-	p := &pass{g: g, ctx: ctx, route: route}
-	for _, ch := range g.charges(policy, a) {
-		if pol, ok := g.limiter.Policy(ch.policy); ok && pol.Unit() == ratelimit.DBTime {
+	if g.limiter == nil {
+		return &pass{done: true}, nil
+	}
+	p := &pass{g: g, ctx: ctx, route: rt.label(), worked: len(a.Layers)}
+	if g.DBTime != nil {
+		// What the request's statements took before, under another
+		// pass (a stream's earlier reads), is not this one's.
+		p.before = g.DBTime(ctx)
+	}
+	cached := policy
+	if a.Policy == "" {
+		cached = rt.cachedPolicy(policy)
+	}
+	identity, tier := g.whoOf(ctx)
+	chs := g.charges(policy, cached, a)
+	if db := rt.database(a); db != "" && policy != Free {
+		chs = append(chs, g.budget(db, a))
+	}
+	for _, ch := range chs {
+		if pol, ok := g.limiter.Policy(ch.policy); ok && pol.Unit() == ratelimit.DBTime && !ch.cached {
 			ch.dbTime = true
-			ch.learn = learnKey(route, ch, a)
+			ch.learn = learnKey(p.route, ch.policy, a)
 			ch.cost = g.est.of(ch.learn, ch.weight)
 		}
-		release, d, ok := g.limiter.Reserve(c, ch.policy, ch.cost, g.caller)
-		if !ok {
-			p.release()
-			return nil, false
+		release, d, err := g.limiter.Reserve(ctx, ratelimit.Request{Policy: ch.policy, Identity: identity, Tier: tier, Cost: ch.cost})
+		if err != nil {
+			p.refund()
+			return nil, err
 		}
 		ch.decision = d
 		p.releases = append(p.releases, release)
 		p.charges = append(p.charges, ch)
 	}
-	return p, true
+	return p, nil
+}
+
+// check refuses the request when its caller may not reach one of its
+// layers.
+func (g *Gate) check(ctx context.Context, a Ask) error {
+	check := g.rules.Check
+	if a.Write {
+		check = g.rules.CheckWrite
+	}
+	for _, ls := range [][]string{a.Layers, a.Cached} {
+		for _, l := range ls {
+			if err := check(ctx, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // misdeclared reports a route whose handler names layers, so that their
@@ -193,41 +229,108 @@ func (g *Gate) misdeclared(route string) {
 type charge struct {
 	policy string
 	cost   int // reserved, in the policy's unit
-	// weight is the sum of the layers' multipliers (1 without layers):
-	// a measured cost counts that many times.
+	// weight is the sum of the multipliers of the layers charged here
+	// (1 without layers): a measured cost counts that many times.
 	weight int
+	// cached says the charge is for layers served from a cache, which
+	// did no work on the database.
+	cached bool
 	// dbTime says the policy counts database time; learn is the key its
 	// estimate is learned under.
 	dbTime   bool
-	learn    string
+	learn    kind
 	decision ratelimit.Decision
 }
 
-// charges groups a request's cost by policy: each layer's own policy
-// (unless cached) and multiplier apply to its share; a request that reads
-// no layer spends the route's policy once.
-func (g *Gate) charges(policy string, a Ask) []charge {
+// charges groups a request's cost by policy: each worked layer's own
+// policy and multiplier apply to its share, cached layers spend the
+// cached policy; a request that names no layer spends policy once. A
+// Free policy charges nothing, not even a layer's own.
+func (g *Gate) charges(policy, cached string, a Ask) []charge {
 	cost := max(a.Cost, 1)
-	if len(a.Layers) == 0 {
+	if len(a.Layers) == 0 && len(a.Cached) == 0 {
+		if policy == Free {
+			return nil
+		}
 		return []charge{{policy: policy, cost: cost, weight: 1}}
 	}
 	var out []charge
-	for _, l := range a.Layers {
-		p, n := g.rules.Limit(l, policy, cost)
-		if a.Cached {
-			p = policy
+	add := func(p string, n int, isCached bool) {
+		if p == Free {
+			return
 		}
 		i := 0
-		for i < len(out) && out[i].policy != p {
+		for i < len(out) && (out[i].policy != p || out[i].cached != isCached) {
 			i++
 		}
 		if i == len(out) {
-			out = append(out, charge{policy: p})
+			out = append(out, charge{policy: p, cached: isCached})
 		}
 		out[i].cost += n
 		out[i].weight += n / cost
 	}
+	for _, l := range a.Layers {
+		p, n := g.rules.Limit(l, policy, cost)
+		if policy == Free {
+			p = Free
+		}
+		add(p, n, false)
+	}
+	for _, l := range a.Cached {
+		_, n := g.rules.Limit(l, cached, cost)
+		add(cached, n, true)
+	}
 	return out
+}
+
+// budget is the charge of the identity's database budget: the request's
+// whole work, each worked layer's share counted its multiplier times.
+func (g *Gate) budget(policy string, a Ask) charge {
+	ch := charge{policy: policy, cost: 1, weight: 1}
+	if len(a.Layers) > 0 {
+		ch.weight = 0
+		for _, l := range a.Layers {
+			_, n := g.rules.Limit(l, policy, 1)
+			ch.weight += n
+		}
+		ch.cost = ch.weight
+	}
+	return ch
+}
+
+// pass is the gate's Pass.
+type pass struct {
+	g        *Gate
+	ctx      context.Context
+	route    string
+	worked   int           // the layers worked on the database
+	before   time.Duration // the request's database time at admission
+	releases []func()
+	charges  []charge
+	usage    Usage
+	done     bool
+}
+
+// Header is the RateLimit fields of every policy the pass charged, one
+// list item per window; the legacy single-window fields name the window
+// of the route's own policy closest to exhaustion (the windows of
+// different policies count different units). A pass that charged
+// nothing has none.
+func (p *pass) Header() http.Header {
+	if len(p.charges) == 0 {
+		return nil
+	}
+	h := p.charges[0].decision.Header()
+	all := ratelimit.Decision{Allowed: true}
+	for _, ch := range p.charges {
+		all.Windows = append(all.Windows, ch.decision.Windows...)
+	}
+	for _, k := range []string{"RateLimit-Policy", "RateLimit"} {
+		if v := all.Header().Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	return h
 }
 
 func (p *pass) Spent(u Usage) { p.usage = u }
@@ -240,6 +343,18 @@ func (p *pass) Done() {
 	}
 	p.done = true
 	p.settle()
+	p.release()
+}
+
+// refund takes back what the charges made so far reserved, for a request
+// refused by a later policy, and releases them.
+func (p *pass) refund() {
+	ctx := context.WithoutCancel(p.ctx)
+	for _, ch := range p.charges {
+		if err := p.g.limiter.Settle(ctx, ch.decision, 0); err != nil {
+			p.g.log.Warn("gate: a refused request's reservation was not refunded", "policy", ch.policy, "err", err.Error())
+		}
+	}
 	p.release()
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/httpx"
 )
 
 func TestCharges(t *testing.T) {
@@ -31,11 +33,12 @@ func TestCharges(t *testing.T) {
 		{"OwnPolicy", Ask{Layers: []string{"roads"}, Cost: 3}, []charge{{policy: "heavy", cost: 15, weight: 5}}},
 		{"Multiplier", Ask{Layers: []string{"parcels"}}, []charge{{policy: "geofence", cost: 2, weight: 2}}},
 		{"Composite", Ask{Layers: []string{"places", "roads", "parcels"}}, []charge{{policy: "geofence", cost: 3, weight: 3}, {policy: "heavy", cost: 5, weight: 5}}},
-		{"CachedKeepsPolicy", Ask{Layers: []string{"roads", "places"}, Cached: true}, []charge{{policy: "geofence", cost: 6, weight: 6}}},
+		{"CachedKeepsPolicy", Ask{Cached: []string{"roads", "places"}}, []charge{{policy: "geofence", cost: 6, weight: 6, cached: true}}},
+		{"CachedBesideWorked", Ask{Layers: []string{"roads"}, Cached: []string{"places"}}, []charge{{policy: "heavy", cost: 5, weight: 5}, {policy: "geofence", cost: 1, weight: 1, cached: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := g.charges("geofence", tc.ask)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(charge{}), cmpopts.IgnoreFields(charge{}, "decision")); diff != "" {
+			got := g.charges("geofence", "geofence", tc.ask)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(charge{}), cmpopts.IgnoreFields(charge{}, "decision", "learn")); diff != "" {
 				t.Errorf("charges (-want +got):\n%s", diff)
 			}
 		})
@@ -54,11 +57,25 @@ func serveOn(g *Gate, s Spend, layers []string, h gin.HandlerFunc) *httptest.Res
 	r := gin.New()
 	r.GET("/x", func(c *gin.Context) {
 		id := auth.Identity{Kind: auth.KindKey, ID: "k", Layers: layers}
-		c.Request = c.Request.WithContext(auth.WithIdentity(c.Request.Context(), id))
-	}, g.Route("GET /x", s), h)
+		ctx, rt := WithRoute(auth.WithIdentity(c.Request.Context(), id), "GET /x", s)
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+		g.Finish(rt, c.Writer.Status())
+	}, h)
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, httptest.NewRequest("GET", "/x", nil))
 	return w
+}
+
+// admit asks g as a handler does; ok false means it has answered.
+func admit(c *gin.Context, g *Gate, a Ask) (Pass, bool) {
+	p, err := g.Admit(c.Request.Context(), a)
+	if err != nil {
+		httpx.Abort(c, err)
+		return nil, false
+	}
+	httpx.SetHeader(c, p.Header())
+	return p, true
 }
 
 // TestRefusedLayerSameAnswer: a caller refused a layer gets the same 403
@@ -81,7 +98,7 @@ func TestRefusedLayerSameAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ask := func(layer string) gin.HandlerFunc {
 				return func(c *gin.Context) {
-					if p, ok := g.Admit(c, Ask{Layers: []string{layer}, Write: tc.write}); ok {
+					if p, ok := admit(c, g, Ask{Layers: []string{layer}, Write: tc.write}); ok {
 						defer p.Done()
 						c.String(http.StatusOK, "served")
 					}
@@ -114,7 +131,7 @@ func TestRouteNoticesBypass(t *testing.T) {
 	serve(g, nil, func(c *gin.Context) { c.String(http.StatusOK, "unchecked") })
 	serve(g, nil, func(c *gin.Context) { c.String(http.StatusNotFound, "refused before the gate") })
 	serve(g, nil, func(c *gin.Context) {
-		if p, ok := g.Admit(c, Ask{}); ok {
+		if p, ok := admit(c, g, Ask{}); ok {
 			p.Done()
 			c.String(http.StatusOK, "checked")
 		}
@@ -124,23 +141,21 @@ func TestRouteNoticesBypass(t *testing.T) {
 	}
 }
 
-func TestSpendPolicy(t *testing.T) {
+func TestSpendPolicies(t *testing.T) {
 	tiles := Spend{Policy: "tiles", Cached: "tiles-cached", Layers: true}
 	docs := Spend{Policy: "tiles-cached"}
 	for _, tc := range []struct {
 		name  string
 		spend Spend
-		ask   Ask
 		want  string
 	}{
-		{"Render", tiles, Ask{Layers: []string{"places"}}, "tiles"},
-		{"CachedTile", tiles, Ask{Layers: []string{"places"}, Cached: true}, "tiles-cached"},
-		{"DocumentWithoutCachedPolicy", docs, Ask{Cached: true}, "tiles-cached"},
-		{"Free", Spend{}, Ask{Cached: true}, Free},
+		{"Tiles", tiles, "tiles-cached"},
+		{"DocumentWithoutCachedPolicy", docs, "tiles-cached"},
+		{"Free", Spend{}, Free},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.spend.policy(tc.ask); got != tc.want {
-				t.Errorf("policy = %q, want %q", got, tc.want)
+			if got := tc.spend.cached(); got != tc.want {
+				t.Errorf("cached() = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -161,7 +176,7 @@ func TestRouteNoticesUndeclaredLayers(t *testing.T) {
 	g.Bypassed = func(route string) { reported = append(reported, route) }
 	ask := func(a Ask) gin.HandlerFunc {
 		return func(c *gin.Context) {
-			if p, ok := g.Admit(c, a); ok {
+			if p, ok := admit(c, g, a); ok {
 				p.Done()
 				c.String(http.StatusOK, "served")
 			}
@@ -169,7 +184,7 @@ func TestRouteNoticesUndeclaredLayers(t *testing.T) {
 	}
 	layer := []string{"places"}
 	serveOn(g, Spend{Policy: "features", Layers: true}, nil, ask(Ask{Layers: layer}))
-	serveOn(g, Spend{Policy: "tiles-cached"}, nil, ask(Ask{Layers: layer, Cached: true}))
+	serveOn(g, Spend{Policy: "tiles-cached"}, nil, ask(Ask{Cached: layer}))
 	serveOn(g, Spend{}, nil, ask(Ask{Layers: layer}))
 	if len(reported) != 0 {
 		t.Fatalf("declared or uncharged routes reported: %v", reported)
@@ -200,5 +215,39 @@ func TestPageCost(t *testing.T) {
 		if got := PageEstimate(tc.limit); got != tc.want {
 			t.Errorf("PageEstimate(%d) = %d, want %d", tc.limit, got, tc.want)
 		}
+	}
+}
+
+// TestEstimatesBounded: past its bounds the table forgets the least
+// recently used kind, one at a time, never all: a flood of new kinds
+// leaves a kind in use where it was.
+func TestEstimatesBounded(t *testing.T) {
+	e := newEstimates()
+	real := kind{group: "GET /within|geofence|places", size: "500"}
+	e.learn(real, 800)
+	for i := range 20000 {
+		e.learn(kind{group: "GET /within|geofence|places", size: "r" + strconv.Itoa(i)}, 1)
+		if i%(maxSizes/2) == 0 {
+			e.of(real, 1) // in use more often than the bound turns over
+		}
+	}
+	if got := e.of(real, 1); got != 800 {
+		t.Errorf("estimate in use after a flood of sizes = %d, want 800", got)
+	}
+	for i := range 20000 {
+		e.learn(kind{group: "GET /x|p|made-up-" + strconv.Itoa(i), size: "1"}, 1)
+		if i%100 == 0 {
+			e.of(real, 1)
+		}
+	}
+	if got := e.of(real, 1); got != 800 {
+		t.Errorf("estimate in use after a flood of groups = %d, want 800", got)
+	}
+	if n := e.len(); n > maxGroups*maxSizes {
+		t.Errorf("%d estimates kept, want at most %d", n, maxGroups*maxSizes)
+	}
+	e.learn(kind{group: strings.Repeat("x", maxKey), size: "1"}, 5)
+	if got := e.of(kind{group: strings.Repeat("x", maxKey), size: "1"}, 1); got != 1 {
+		t.Errorf("a key over maxKey was kept (estimate %d)", got)
 	}
 }

@@ -40,7 +40,8 @@ type Access struct {
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
 type Gate interface {
-	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
+	Check(ctx context.Context, layer string) error
 }
 
 // FenceLayer is the layer id of the stored fences, which every fence
@@ -59,10 +60,25 @@ func NewHandler(svc *Service, s Settings, a Access) *Handler {
 	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), gate: a.Gate, scope: a.Scope}
 }
 
-// enter asks the gate for a request of layer at cost; ok false means it
-// has answered.
-func (h *Handler) enter(c *gin.Context, layer string, write bool, cost int) (gate.Pass, bool) {
-	return h.gate.Admit(c, gate.Ask{Layers: []string{layer}, Write: write, Cost: cost})
+// enter asks the gate for a request of layer at cost, once the layer a
+// read names is known to the caller: a layer it may not read, or that
+// does not exist, is answered without reaching the gate, so that made-up
+// ids cost the gate nothing and teach it nothing. ok false means it has
+// answered.
+func (h *Handler) enter(c *gin.Context, layer string, write bool, cost int, size string) (gate.Pass, bool) {
+	ctx := c.Request.Context()
+	if !write {
+		err := h.gate.Check(ctx, layer)
+		if err == nil {
+			_, err = h.svc.layer(layer)
+		}
+		if err != nil {
+			httpx.Abort(c, err)
+			return nil, false
+		}
+	}
+	p, err := h.gate.Admit(ctx, gate.Ask{Layers: []string{layer}, Write: write, Cost: cost, Size: size})
+	return p, httpx.Admitted(c, p, err)
 }
 
 // orFences is layer, or the fence layer for "" (the built-in fences).
@@ -90,7 +106,7 @@ func (h *Handler) Within(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, q.Layer, false, RadiusCost(q.Radius))
+	pass, ok := h.enter(c, q.Layer, false, RadiusCost(q.Radius), "")
 	if !ok {
 		return
 	}
@@ -117,7 +133,9 @@ func (h *Handler) Within(c *gin.Context) {
 	if page.Next != nil {
 		next = h.cursors.Encode(scope, *page.Next)
 	}
-	c.Data(http.StatusOK, geoJSON, collection(page.Features, true, nextLink(c.Request.URL, next)))
+	body := collection(page.Features, true, nextLink(c.Request.URL, next))
+	pass.Spent(gate.Usage{Bytes: len(body)})
+	c.Data(http.StatusOK, geoJSON, body)
 }
 
 func badCursor() error {
@@ -153,17 +171,18 @@ func nextLink(u *url.URL, cursor string) string {
 }
 
 // List serves GET /geofences: a page of fences by id, optionally only
-// those meeting a bbox. It reserves a unit per 100 fences it may return
-// and is charged, once written, for what it returned and its bytes
-// (gate.PageCost), as the OGC API items pages are: a page of fences with
-// megabytes of properties costs more than one of small fences.
+// those meeting a bbox. It costs one request of the route's policy,
+// whatever its page size; its size is paid from the database budget,
+// which is charged what its statements took and its bytes: a page of
+// fences with megabytes of properties costs more than one of small
+// fences.
 func (h *Handler) List(c *gin.Context) {
 	q, err := parseList(httpx.Query(c), h.rules)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, FenceLayer, false, gate.PageEstimate(q.Limit))
+	pass, ok := h.enter(c, FenceLayer, false, 1, "limit"+strconv.Itoa(gate.PageEstimate(q.Limit)))
 	if !ok {
 		return
 	}
@@ -188,7 +207,7 @@ func (h *Handler) List(c *gin.Context) {
 		next = h.cursors.Encode(scope, Position{ID: fs[len(fs)-1].ID})
 	}
 	body := collection(fs, false, nextLink(c.Request.URL, next))
-	pass.Spent(gate.Usage{Cost: gate.PageCost(len(fs), len(body))})
+	pass.Spent(gate.Usage{Bytes: len(body)})
 	c.Data(http.StatusOK, geoJSON, body)
 }
 
@@ -199,7 +218,7 @@ func (h *Handler) Get(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, FenceLayer, false, 1)
+	pass, ok := h.enter(c, FenceLayer, false, 1, "")
 	if !ok {
 		return
 	}
@@ -214,7 +233,7 @@ func (h *Handler) Get(c *gin.Context) {
 
 // Create serves POST /geofences.
 func (h *Handler) Create(c *gin.Context) {
-	pass, ok := h.enter(c, FenceLayer, true, 1)
+	pass, ok := h.enter(c, FenceLayer, true, 1, "")
 	if !ok {
 		return
 	}
@@ -239,7 +258,7 @@ func (h *Handler) Update(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, FenceLayer, true, 1)
+	pass, ok := h.enter(c, FenceLayer, true, 1, "")
 	if !ok {
 		return
 	}
@@ -263,7 +282,7 @@ func (h *Handler) Delete(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, FenceLayer, true, 1)
+	pass, ok := h.enter(c, FenceLayer, true, 1, "")
 	if !ok {
 		return
 	}
@@ -328,7 +347,7 @@ func (h *Handler) Contains(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, orFences(layer), false, 1)
+	pass, ok := h.enter(c, orFences(layer), false, 1, "")
 	if !ok {
 		return
 	}
@@ -356,7 +375,9 @@ func (h *Handler) Contains(c *gin.Context) {
 		b = appendProps(b, f, nil)
 		b = append(b, '}')
 	}
-	c.Data(http.StatusOK, "application/json", append(b, "]}"...))
+	b = append(b, "]}"...)
+	pass.Spent(gate.Usage{Bytes: len(b)})
+	c.Data(http.StatusOK, "application/json", b)
 }
 
 // ContainsBatch serves POST /geofences/contains: for each point of a
@@ -368,7 +389,7 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	pass, ok := h.enter(c, orFences(layer), false, 1)
+	pass, ok := h.enter(c, orFences(layer), false, 1, "")
 	if !ok {
 		return
 	}
@@ -407,7 +428,9 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 		}
 		b = append(b, "]}"...)
 	}
-	c.Data(http.StatusOK, "application/json", append(b, "]}"...))
+	b = append(b, "]}"...)
+	pass.Spent(gate.Usage{Bytes: len(b)})
+	c.Data(http.StatusOK, "application/json", b)
 }
 
 // collection renders a GeoJSON FeatureCollection with a next link.

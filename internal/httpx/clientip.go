@@ -1,14 +1,14 @@
 package httpx
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/geogate/geogate/internal/peer"
 )
 
 // TrustedProxies is a set of networks whose X-Forwarded-For and X-Real-IP
@@ -129,19 +129,7 @@ func parseForwardedAddr(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-func parseHostPort(s string) netip.Addr {
-	host, _, err := net.SplitHostPort(s)
-	if err != nil {
-		host = s
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.WithZone("").Unmap()
-}
-
-type clientKey struct{}
+func parseHostPort(s string) netip.Addr { return peer.ParseHostPort(s) }
 
 // ClientAddress is the middleware that resolves each request's client
 // address once, through trusted (see ClientIP), for every later reader:
@@ -150,26 +138,14 @@ type clientKey struct{}
 func ClientAddress(trusted TrustedProxies) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		cl := Client{Addr: ClientIP(c.Request, trusted), ViaProxy: trusted.Trusts(parseHostPort(c.Request.RemoteAddr))}
-		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), clientKey{}, cl))
+		c.Request = c.Request.WithContext(peer.With(c.Request.Context(), cl))
 		c.Next()
 	}
 }
 
 // Client is where a request came from.
-type Client struct {
-	// Addr is the client's address; invalid only when the connection's
-	// own address is unknown.
-	Addr netip.Addr
-	// ViaProxy says the connection's peer is a trusted proxy, whose
-	// X-Forwarded-Proto and X-Forwarded-Host may be believed too.
-	ViaProxy bool
-}
+type Client = peer.Client
 
 // ClientOf returns the client of r as ClientAddress resolved it; without
 // that middleware, the connection's peer, trusted by nobody.
-func ClientOf(r *http.Request) Client {
-	if cl, ok := r.Context().Value(clientKey{}).(Client); ok {
-		return cl
-	}
-	return Client{Addr: parseHostPort(r.RemoteAddr)}
-}
+func ClientOf(r *http.Request) Client { return peer.Of(r) }

@@ -98,6 +98,9 @@ func Abort(c *gin.Context, err error) {
 		Logger(c).Error("request failed", "status", status, "err", err.Error())
 	}
 	_ = c.Error(err)
+	if ae != nil {
+		SetHeader(c, ae.Header)
+	}
 	if ae != nil && ae.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(ae.RetryAfter.Seconds())), 10))
 	}
@@ -117,6 +120,27 @@ func abortProblem(c *gin.Context, p Problem) {
 	body, _ := json.Marshal(p)
 	c.Abort()
 	c.Data(p.Status, "application/problem+json", body)
+}
+
+// SetHeader adds the fields of h to the answer of c, replacing those of
+// the same names: the RateLimit fields of an admitted request, say.
+func SetHeader(c *gin.Context, h http.Header) {
+	dst := c.Writer.Header()
+	for k, v := range h {
+		dst[k] = v
+	}
+}
+
+// Admitted ends the request with err when its gate refused it, or puts
+// the RateLimit fields of its pass on the answer; it says whether the
+// handler goes on.
+func Admitted(c *gin.Context, pass interface{ Header() http.Header }, err error) bool {
+	if err != nil {
+		Abort(c, err)
+		return false
+	}
+	SetHeader(c, pass.Header())
+	return true
 }
 
 // AbortStatus ends the request with status and a plain detail message.

@@ -132,7 +132,7 @@ func TestConcurrencyRefusalHasHeaders(t *testing.T) {
 	}
 	hold, inside := make(chan struct{}), make(chan struct{})
 	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil, httpx.TrustedProxies{})
-	r.GET("/x", l.Middleware("c", nil, headerCaller), func(c *gin.Context) {
+	r.GET("/x", l.middleware("c", nil, headerCaller), func(c *gin.Context) {
 		if c.Query("hold") != "" {
 			inside <- struct{}{}
 			<-hold

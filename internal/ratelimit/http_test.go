@@ -24,7 +24,7 @@ func newRouter(l *Limiter, policy string, cost func(*gin.Context) int, h gin.Han
 	if h == nil {
 		h = func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) }
 	}
-	r.GET("/x", l.Middleware(policy, cost, headerCaller), h)
+	r.GET("/x", l.middleware(policy, cost, headerCaller), h)
 	return r
 }
 
@@ -205,18 +205,8 @@ func TestConcurrencyLeaseExpires(t *testing.T) {
 	}
 }
 
-func TestMiddlewareWithoutCallerPanics(t *testing.T) {
-	l := newLimiter(t, nil, Log, "1/1s")
-	defer func() {
-		if recover() == nil {
-			t.Error("Middleware(p, nil, nil caller) did not panic")
-		}
-	}()
-	l.Middleware("p", nil, nil)
-}
-
-// TestAdmitCapsConcurrency: a handler that charges through Admit gets the
-// policy's in-flight cap as Middleware does: over it, 429 naming the
+// TestAdmitCapsConcurrency: a handler that charges through Reserve gets
+// the policy's in-flight cap: over it, 429 naming the
 // concurrency policy without spending the rate budget; after release, room.
 func TestAdmitCapsConcurrency(t *testing.T) {
 	rdb := testenv.Redis(t)
@@ -229,7 +219,7 @@ func TestAdmitCapsConcurrency(t *testing.T) {
 	hold, inside := make(chan struct{}), make(chan struct{})
 	r := httpx.NewRouter(slog.New(slog.DiscardHandler), nil, httpx.TrustedProxies{})
 	r.GET("/x", func(c *gin.Context) {
-		release, ok := l.Admit(c, "c", 1, func(*http.Request) (string, string) { return id, "" })
+		release, ok := l.admit(c, "c", 1, func(*http.Request) (string, string) { return id, "" })
 		if !ok {
 			return
 		}

@@ -187,6 +187,7 @@ func (l *Limiter) compileAll(policies map[string]Policy) (map[string]*compiled, 
 	t := make(map[string]*compiled, len(policies))
 	for name, p := range policies {
 		p.Name = name
+		p = p.counted()
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}

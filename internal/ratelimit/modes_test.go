@@ -87,7 +87,7 @@ func TestTierAndIdentityOverrides(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.GET("/x", l.Middleware("o", nil, func(r *http.Request) (string, string) {
+	r.GET("/x", l.middleware("o", nil, func(r *http.Request) (string, string) {
 		if r.Header.Get("x-api-key") == "vip" {
 			return "key:vip", r.Header.Get("x-tier")
 		}

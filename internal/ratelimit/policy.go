@@ -42,7 +42,10 @@ const (
 	// Requests counts what each request costs by its route's rule.
 	Requests Unit = ""
 	// DBTime counts milliseconds of PostgreSQL time, measured after each
-	// request and settled against what it reserved.
+	// request and settled against what it reserved. A policy of database
+	// time always counts with the Counter algorithm: a log would hold one
+	// member per millisecond (a request of a minute, 60,000 of them),
+	// where a counter holds a few fields per window whatever it counts.
 	DBTime Unit = "ms"
 )
 
@@ -237,7 +240,17 @@ var policyName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // NewPolicy returns a policy with the defaults every policy starts from:
 // the exact log, the local failure mode and a 30s concurrency lease.
 func NewPolicy(name string, ws ...Window) Policy {
-	return Policy{Name: name, Windows: ws, Algorithm: Log, Failure: FailLocal, Lease: 30 * time.Second}
+	p := Policy{Name: name, Windows: ws, Algorithm: Log, Failure: FailLocal, Lease: 30 * time.Second}
+	return p.counted()
+}
+
+// counted is p with the algorithm its unit calls for: a policy of
+// database time counts with Counter (see DBTime), whatever it named.
+func (p Policy) counted() Policy {
+	if p.Unit() == DBTime {
+		p.Algorithm = Counter
+	}
+	return p
 }
 
 // ParseWindows parses a comma-separated list such as "10/1s,600/1m".

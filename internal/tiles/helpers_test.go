@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -301,36 +302,48 @@ func featureNames(ls mvt.Layers, layer string) map[string]map[string]any {
 // hooks is a Gate for tests: hit and miss see the layers of cached and of
 // rendered tiles, check decides access; a nil field admits.
 type hooks struct {
-	hit, miss func(c *gin.Context, layers []string) (func(), bool)
+	hit, miss func(ctx context.Context, layers []string) (func(), error)
 	check     func(ctx context.Context, layer string) error
 }
 
-type donePass func()
+type donePass []func()
+
+func (donePass) Header() http.Header { return nil }
 
 func (donePass) Spent(gate.Usage) {}
 
 func (d donePass) Done() {
-	if d != nil {
-		d()
+	for _, f := range d {
+		if f != nil {
+			f()
+		}
 	}
 }
 
-func (g hooks) Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool) {
-	for _, l := range a.Layers {
-		if err := g.Check(c.Request.Context(), l); err != nil {
-			httpx.Abort(c, err)
-			return nil, false
+// Admit admits as the gate does, all or nothing: the render's layers
+// first, then the cached ones.
+func (g hooks) Admit(ctx context.Context, a gate.Ask) (gate.Pass, error) {
+	for _, l := range append(slices.Clone(a.Layers), a.Cached...) {
+		if err := g.Check(ctx, l); err != nil {
+			return nil, err
 		}
 	}
-	f := g.miss
-	if a.Cached {
-		f = g.hit
+	var p donePass
+	for _, part := range []struct {
+		f      func(context.Context, []string) (func(), error)
+		layers []string
+	}{{g.miss, a.Layers}, {g.hit, a.Cached}} {
+		if part.f == nil || len(part.layers) == 0 {
+			continue
+		}
+		done, err := part.f(ctx, part.layers)
+		if err != nil {
+			p.Done()
+			return nil, err
+		}
+		p = append(p, done)
 	}
-	if f == nil || len(a.Layers) == 0 {
-		return donePass(nil), true
-	}
-	done, ok := f(c, a.Layers)
-	return donePass(done), ok
+	return p, nil
 }
 
 func (g hooks) Check(ctx context.Context, layer string) error {

@@ -38,7 +38,7 @@ type Access struct {
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
 type Gate interface {
-	Admit(c *gin.Context, a gate.Ask) (gate.Pass, bool)
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
 	Check(ctx context.Context, layer string) error
 }
 
@@ -77,21 +77,13 @@ func (h *Handler) layers(c *gin.Context, param string) ([]*Layer, error) {
 // service), which costs what a cached tile does; ok false means it has
 // answered.
 func (h *Handler) enter(c *gin.Context, layers ...string) (done func(), ok bool) {
-	p, ok := h.gate.Admit(c, gate.Ask{Layers: layers, Cached: true})
-	if !ok {
-		return nil, false
-	}
-	return p.Done, true
+	return h.admit(c, gate.Ask{Cached: layers})
 }
 
-// admit asks the gate for the layers named, if any: cached tiles spend
-// the route's cached policy, renders the route's own (or a layer's).
-func (h *Handler) admit(c *gin.Context, layers []string, cached bool, size string) (done func(), ok bool) {
-	if len(layers) == 0 {
-		return func() {}, true
-	}
-	p, ok := h.gate.Admit(c, gate.Ask{Layers: layers, Cached: cached, Size: size})
-	if !ok {
+// admit asks the gate for a; ok false means it has answered.
+func (h *Handler) admit(c *gin.Context, a gate.Ask) (done func(), ok bool) {
+	p, err := h.gate.Admit(c.Request.Context(), a)
+	if !httpx.Admitted(c, p, err) {
 		return nil, false
 	}
 	return p.Done, true
@@ -133,12 +125,9 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 		httpx.Abort(c, err)
 		return
 	}
-	release, ok := h.admit(c, found.Hits(), true, "")
-	if !ok {
-		return
-	}
-	defer release()
-	release, ok = h.admit(c, found.Misses(), false, "z"+strconv.Itoa(t.Z))
+	// The layers found and those to render are admitted together: a
+	// render refused spends nothing on the cached policy either.
+	release, ok := h.admit(c, gate.Ask{Layers: found.Misses(), Cached: found.Hits(), Size: "z" + strconv.Itoa(t.Z)})
 	if !ok {
 		return
 	}

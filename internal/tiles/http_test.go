@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/rdb"
@@ -233,19 +233,17 @@ func TestHooksGuardOnlyMisses(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rp := newReplica(t, db, testenv.Redis(t), testenv.Prefix(t)+":", replicaOptions{
 		Registerer: reg,
-		Gate: hooks{miss: func(c *gin.Context, _ []string) (func(), bool) {
+		Gate: hooks{miss: func(context.Context, []string) (func(), error) {
 			misses++
 			if deny {
 				// As the limiter answers (see the document's 429).
-				c.Header("Retry-After", "1")
-				c.Header("Content-Type", "application/problem+json")
-				c.AbortWithStatus(429)
-				_, _ = c.Writer.WriteString(`{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded.","violated-policies":["tiles"]}`)
-				return func() { refusedReleased++ }, false
+				e := apperr.Limited("Rate limit exceeded.", "tiles")
+				e.Header = http.Header{"Retry-After": {"1"}}
+				return func() { refusedReleased++ }, e
 			}
-			return func() { released++ }, true
+			return func() { released++ }, nil
 		},
-			hit: func(c *gin.Context, _ []string) (func(), bool) { hits++; return func() { hitsReleased++ }, true },
+			hit: func(context.Context, []string) (func(), error) { hits++; return func() { hitsReleased++ }, nil },
 		},
 	})
 	path := tilePath("places", tileOf(13.41, 52.52, 8))

@@ -342,7 +342,7 @@ func TestSingleflight(t *testing.T) {
 	t.Parallel()
 	db := fixtureDB(t)
 	var arrived atomic.Int64 // requests about to render
-	rp := newReplica(t, db, nil, "", replicaOptions{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}})
+	rp := newReplica(t, db, nil, "", replicaOptions{Gate: hooks{miss: func(context.Context, []string) (func(), error) { arrived.Add(1); return nil, nil }}})
 	unlock := testenv.LockPlaces(t, db)
 	defer unlock()
 	const n = 20
@@ -430,7 +430,7 @@ func TestSingleRenderAcrossReplicas(t *testing.T) {
 	db := fixtureDB(t)
 	prefix := testenv.Prefix(t) + ":"
 	var arrived atomic.Int64
-	count := replicaOptions{Gate: hooks{miss: func(*gin.Context, []string) (func(), bool) { arrived.Add(1); return nil, true }}}
+	count := replicaOptions{Gate: hooks{miss: func(context.Context, []string) (func(), error) { arrived.Add(1); return nil, nil }}}
 	// Each replica has a Redis client of its own, as a service instance
 	// has, on which a lost claim on the render lock is counted.
 	var lost [2]atomic.Int64

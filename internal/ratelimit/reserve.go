@@ -1,0 +1,112 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/geogate/geogate/internal/apperr"
+)
+
+// Reserve decides one request as a whole: when r's policy caps
+// concurrency it first takes an in-flight slot, so that a request refused
+// for concurrency spends none of the rate budget; then it decides r. It
+// returns, for an admitted request, a release to call once the request
+// has been answered (more calls do nothing) and the decision, whose
+// Header the answer carries and which Settle takes to charge the
+// request's true cost. A refusal is an error: a RateLimited *apperr.Error
+// (429) carrying the RateLimit fields and Retry-After in its Header, or
+// the error Check returns (an unknown policy, Redis unavailable under a
+// fail-closed policy, the context's own).
+func (l *Limiter) Reserve(ctx context.Context, r Request) (release func(), d Decision, err error) {
+	release, ok, err := l.acquire(ctx, r.Policy, r.Identity)
+	if err != nil {
+		return nil, Decision{}, err
+	}
+	if !ok {
+		return nil, Decision{}, l.concurrencyRefusal(ctx, r)
+	}
+	d, err = l.Check(ctx, r)
+	if err != nil {
+		release()
+		return nil, Decision{}, err
+	}
+	if !d.Allowed {
+		release()
+		return nil, Decision{}, d.Refusal()
+	}
+	return release, d, nil
+}
+
+// concurrencyRefusal is the 429 of a request refused an in-flight slot:
+// refused before any window was charged, its fields tell what the
+// windows hold, read without spending.
+func (l *Limiter) concurrencyRefusal(ctx context.Context, r Request) error {
+	e := apperr.Limited("Too many requests in flight at once.", r.Policy+"-concurrency")
+	e.Header = http.Header{}
+	// acquire found the policy; a SetPolicies since cannot remove it.
+	p, _ := l.policy(r.Policy)
+	if d, err := l.read(ctx, p, Request{Policy: r.Policy, Identity: r.Identity, Tier: r.Tier}); err == nil {
+		d.writeHeader(e.Header)
+	}
+	e.Header.Set("Retry-After", "1")
+	return e
+}
+
+// Header is the RateLimit fields for d: the IETF draft's RateLimit-Policy
+// and RateLimit lists (one item per window), the older RateLimit-Limit,
+// -Remaining and -Reset of the window closest to exhaustion, and
+// Retry-After when d is a rejection that can succeed later. Reset values
+// are whole seconds, rounded up. A decision with no windows (failed
+// open) has none.
+func (d Decision) Header() http.Header {
+	h := http.Header{}
+	d.writeHeader(h)
+	return h
+}
+
+func (d Decision) writeHeader(h http.Header) {
+	t, ok := d.tightest()
+	if !ok {
+		return
+	}
+	pol := make([]string, len(d.Windows))
+	cur := make([]string, len(d.Windows))
+	for i, w := range d.Windows {
+		name := strconv.Quote(w.Name)
+		pol[i] = name + ";q=" + strconv.Itoa(w.Limit) + ";w=" + secs(w.Period)
+		cur[i] = name + ";r=" + strconv.Itoa(w.Remaining) + ";t=" + secs(w.Reset)
+	}
+	h.Set("RateLimit-Policy", strings.Join(pol, ", "))
+	h.Set("RateLimit", strings.Join(cur, ", "))
+	h.Set("RateLimit-Limit", strconv.Itoa(t.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(t.Remaining))
+	h.Set("RateLimit-Reset", secs(t.Reset))
+	if d.Limited && !d.Allowed && !d.Impossible {
+		h.Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
+	}
+}
+
+// Refusal is the error a refused request ends with: a 429 naming the
+// windows that refused it, carrying d's fields, which says so when no
+// wait can help.
+func (d Decision) Refusal() error {
+	msg := "Rate limit exceeded."
+	if d.Impossible {
+		for _, w := range d.Windows {
+			if d.Cost > w.Limit {
+				msg = fmt.Sprintf("Rate limit exceeded: this request costs %d units but policy %q allows at most %d per %s, so it can never be admitted; make it cheaper.",
+					d.Cost, w.Name, w.Limit, w.Window.period())
+				break
+			}
+		}
+	}
+	e := apperr.Limited(msg, d.Violated()...)
+	e.Header = d.Header()
+	if !d.Impossible {
+		e.RetryAfter = d.RetryAfter
+	}
+	return e
+}
