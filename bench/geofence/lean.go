@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
@@ -67,6 +69,14 @@ func serveLean(addr, dbURL, redisURL string) error {
 	})
 	// The same handler without the limiter: what the decision costs.
 	r.GET("/nolimit/within", h.Within)
+	// The same requests through the gate, as api serve spends them: the
+	// route's policy and the database budget admitted together, the
+	// statement's time metered and settled.
+	gated, err := gatedWithin(rdb, svc)
+	if err != nil {
+		return err
+	}
+	r.GET("/gate/within", gated)
 	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
 	// The loopback HTTP floor: plain net/http answering a fixed body, in
 	// this separate process, so that its CPU is a server's alone.
@@ -90,6 +100,29 @@ func serveLean(addr, dbURL, redisURL string) error {
 		return err
 	}
 	return http.Serve(ln, mux)
+}
+
+// gatedWithin is the geofence handler behind a real gate over its own
+// limiter: the policies /within spends in api serve (geofence, and the
+// database budget in milliseconds), with limits no run reaches.
+func gatedWithin(rdb redis.UniversalClient, svc *geofence.Service) (gin.HandlerFunc, error) {
+	lim, err := ratelimit.New(rdb, map[string]ratelimit.Policy{
+		"geofence": ratelimit.NewPolicy("geofence", ratelimit.Window{Limit: 100000, Period: time.Second}),
+		"database": ratelimit.NewPolicy("database", ratelimit.Window{Limit: 100_000_000, Period: time.Second, Unit: ratelimit.DBTime}),
+	}, ratelimit.Options{Pipeline: 16})
+	if err != nil {
+		return nil, err
+	}
+	g := gate.New(access.Settings{}, lim, nil, nil)
+	g.DBTime = func(ctx context.Context) time.Duration { return pg.MeterOf(ctx).DB() }
+	h := geofence.NewHandler(svc, benchSettings(), geofence.Access{Gate: g})
+	spend := gate.Spend{Policy: "geofence", Database: "database", Layers: true}
+	return func(c *gin.Context) {
+		ctx, _ := gate.WithRoute(c.Request.Context(), "GET /within", spend)
+		ctx, _ = pg.WithMeter(ctx)
+		c.Request = c.Request.WithContext(gate.As(ctx, "ip:"+c.Request.RemoteAddr, ""))
+		h.Within(c)
+	}, nil
 }
 
 func rawWithin(pool *pgxpool.Pool, svc *geofence.Service) http.HandlerFunc {

@@ -187,6 +187,8 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs, radii []i
 		}
 	}
 
+	b.gateCase(leanBase, maxC)
+
 	b.layerCases(pool, concs[0])
 
 	fmt.Printf("\ncontainment, batches of 1000 random points (lng -180..180, lat -60..75), concurrency %d\n", batchConc)
@@ -592,3 +594,55 @@ FROM (
   LIMIT $4::int
 ) r
 ORDER BY r.d, r.id`
+
+// gateCase measures what the gate adds to /within at 1 km: the lean
+// process's /within behind one limiter decision, against the same
+// requests through the gate (the route's policy and the database budget
+// admitted together, the statement metered and settled), in alternating
+// runs. Each side's spread over its runs is the noise its difference is
+// held against.
+func (b *bench) gateCase(leanBase string, c int) {
+	runs := max(b.runs, 5)
+	alone, gated := b.withinAPI(leanBase, 1000, c), b.withinAPI(leanBase+"/gate", 1000, c)
+	var a, g []load.Result
+	for range runs {
+		load.Run(c, load.Warm, alone)
+		a = append(a, load.Run(c, b.dur, alone))
+		load.Run(c, load.Warm, gated)
+		g = append(g, load.Run(c, b.dur, gated))
+	}
+	fmt.Printf("\nthe gate: /within at 1 km, concurrency %d, %d alternating runs of %v each\n", c, runs, b.dur)
+	fmt.Printf("%-22s %s\n", "side", "req/s per run (CPU us/request of the serving process)")
+	for _, side := range []struct {
+		name string
+		rs   []load.Result
+	}{{"limiter alone", a}, {"gate", g}} {
+		fmt.Printf("%-22s", side.name)
+		for _, r := range side.rs {
+			fmt.Printf(" %.0f (%d)", r.Rate, r.CPU["lean"].Microseconds())
+		}
+		fmt.Println(errNote(side.rs[0]))
+	}
+	ma, mg := medianRate(a), medianRate(g)
+	lo, hi := spread(a)
+	fmt.Printf("gate %d alone %.0f gate %.0f ratio %.3f alone-noise %.3f-%.3f\n", c, ma, mg, mg/ma, lo/ma, hi/ma)
+}
+
+// medianRate is the median rate of rs.
+func medianRate(rs []load.Result) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = r.Rate
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// spread is the lowest and highest rate of rs.
+func spread(rs []load.Result) (lo, hi float64) {
+	lo, hi = rs[0].Rate, rs[0].Rate
+	for _, r := range rs[1:] {
+		lo, hi = min(lo, r.Rate), max(hi, r.Rate)
+	}
+	return lo, hi
+}

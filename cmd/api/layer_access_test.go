@@ -70,7 +70,7 @@ layers:
 		detail          string
 	}{
 		{"LimitedOwnLayer", limited, within("roads"), 200, ""},
-		{"LimitedOtherLayer", limited, within("parcels"), 403, `This API key may not read layer \"parcels\"`},
+		{"LimitedOtherLayer", limited, within("parcels"), 403, `These credentials may not read layer \"parcels\"`},
 		{"LimitedUnknownLayer", limited, within("nope"), 403, "may not read layer"},
 		{"LimitedTile", limited, "/tiles/parcels/12/1206/1539.mvt", 403, "may not read layer"},
 		{"LimitedComposite", limited, "/tiles/roads,parcels/12/1206/1539.mvt", 403, "may not read layer"},
@@ -80,14 +80,14 @@ layers:
 		{"LimitedTileSet", limited, "/collections/parcels/tiles/WebMercatorQuad", 403, "may not read layer"},
 		{"LimitedOwnTileSet", limited, "/collections/roads/tiles/WebMercatorQuad", 200, ""},
 		{"LimitedContains", limited, "/geofences/contains?lng=13.4&lat=52.5", 403, `may not read layer \"geofences\"`},
-		{"LimitedContainsOtherLayer", limited, contains + "parcels", 403, `This API key may not read layer \"parcels\"`},
+		{"LimitedContainsOtherLayer", limited, contains + "parcels", 403, `These credentials may not read layer \"parcels\"`},
 		{"LimitedContainsUnknownLayer", limited, contains + "nope", 403, "may not read layer"},
-		{"ReaderContainsWithoutLayerScope", reader, contains + "parcels", 403, "needs one of the scopes geofences:write"},
+		{"ReaderContainsWithoutLayerScope", reader, contains + "parcels", 403, `These credentials may not read layer \"parcels\"`},
 		{"FullContains", full, contains + "parcels", 200, `"fences":[{"id":`},
 		{"ReaderContainsOtherLayer", reader, "/geofences/contains?lng=-98&lat=39&layer=countries", 200, `"fences":[{"id":"USA"`},
-		{"ReaderWithoutLayerScope", reader, within("parcels"), 403, "needs one of the scopes geofences:write"},
-		{"ReaderTileWithoutLayerScope", reader, "/tiles/parcels/12/1206/1539.mvt", 403, "needs one of the scopes geofences:write"},
-		{"ReaderOGCTileWithoutLayerScope", reader, "/collections/parcels/tiles/WebMercatorQuad/12/1539/1206", 403, "needs one of the scopes geofences:write"},
+		{"ReaderWithoutLayerScope", reader, within("parcels"), 403, `These credentials may not read layer \"parcels\"`},
+		{"ReaderTileWithoutLayerScope", reader, "/tiles/parcels/12/1206/1539.mvt", 403, `These credentials may not read layer \"parcels\"`},
+		{"ReaderOGCTileWithoutLayerScope", reader, "/collections/parcels/tiles/WebMercatorQuad/12/1539/1206", 403, `These credentials may not read layer \"parcels\"`},
 		{"FullLayerScope", full, within("parcels"), 200, ""},
 		{"ReaderOtherLayer", reader, within("roads"), 200, ""},
 	} {
@@ -103,8 +103,8 @@ layers:
 		want            int
 		detail          string
 	}{
-		{"LimitedOtherLayer", limited, contains + "parcels", 403, `This API key may not read layer \"parcels\"`},
-		{"ReaderWithoutLayerScope", reader, contains + "parcels", 403, "needs one of the scopes geofences:write"},
+		{"LimitedOtherLayer", limited, contains + "parcels", 403, `These credentials may not read layer \"parcels\"`},
+		{"ReaderWithoutLayerScope", reader, contains + "parcels", 403, `These credentials may not read layer \"parcels\"`},
 		{"Full", full, contains + "parcels", 200, `"fences":[`},
 	} {
 		t.Run("Batch"+tc.name, func(t *testing.T) {

@@ -7,9 +7,7 @@ package access
 import (
 	"context"
 	"slices"
-	"strings"
 
-	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
 )
 
@@ -39,7 +37,7 @@ func (s Settings) Check(ctx context.Context, layer string) error {
 	if err := auth.CheckLayer(ctx, layer); err != nil {
 		return err
 	}
-	return s.checkScopes(ctx, layer, "Reading")
+	return s.checkScopes(ctx, layer, "read")
 }
 
 // CheckWrite is Check for a request that changes layer: it needs what a
@@ -48,16 +46,17 @@ func (s Settings) CheckWrite(ctx context.Context, layer string) error {
 	if err := auth.CheckLayerWrite(ctx, layer); err != nil {
 		return err
 	}
-	return s.checkScopes(ctx, layer, "Writing")
+	return s.checkScopes(ctx, layer, "write")
 }
 
 // checkScopes refuses layer to a caller without one of the scopes the
-// layer file asks for it; doing names what was asked in the detail.
-func (s Settings) checkScopes(ctx context.Context, layer, doing string) error {
+// layer file asks for it, with the answer a layer outside the caller's
+// list gets (auth.RefuseLayer): naming the scopes would tell a caller
+// which layers are protected, and by what. verb names what was asked.
+func (s Settings) checkScopes(ctx context.Context, layer, verb string) error {
 	r := s.Layers[layer]
 	if len(r.Scopes) > 0 && !slices.ContainsFunc(r.Scopes, auth.FromContext(ctx).Has) {
-		return apperr.Errorf(apperr.Forbidden, "%s layer %q needs one of the scopes %s, which your credentials do not grant.",
-			doing, layer, strings.Join(r.Scopes, ", "))
+		return auth.RefuseLayer(layer, verb)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/ratelimit"
 )
 
 // ListTiers serves GET /admin/tiers: every tier with overrides.
@@ -115,7 +116,11 @@ func (h *Handler) Usage(c *gin.Context) {
 			return
 		}
 		for _, t := range ts {
-			out = append(out, gin.H{"day": t.Day, "policy": t.Policy, "admitted": t.Admitted, "refused": t.Refused})
+			unit := "requests"
+			if t.Unit == ratelimit.DBTime {
+				unit = "db-ms"
+			}
+			out = append(out, gin.H{"day": t.Day, "policy": t.Policy, "admitted": t.Admitted, "refused": t.Refused, "spent": t.Spent, "unit": unit})
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"key_id": id, "days": days, "kept_days": kept,

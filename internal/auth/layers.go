@@ -59,24 +59,26 @@ func CheckLayer(ctx context.Context, layer string) error { return checkLayer(ctx
 func CheckLayerWrite(ctx context.Context, layer string) error { return checkLayer(ctx, layer, "write") }
 
 func checkLayer(ctx context.Context, layer, verb string) error {
-	id := FromContext(ctx)
-	if id.MayRead(layer) {
+	if FromContext(ctx).MayRead(layer) {
 		return nil
 	}
-	who := "These credentials"
-	switch id.Kind {
-	case KindKey:
-		who = "This API key"
-	case KindSub:
-		who = "This bearer token"
-	}
+	return RefuseLayer(layer, verb)
+}
+
+// RefuseLayer is the one answer to a caller refused layer, whatever
+// refused it (its key's or token's list of layers, the layer file's
+// scopes) and whether the layer exists: a 403 wrapping
+// ErrLayerForbidden that names the layer asked for and what was asked
+// (verb: read or write), and nothing of why, so that a caller cannot
+// tell which layers are protected, or by what.
+func RefuseLayer(layer, verb string) error {
 	// The layer comes from the request: it is quoted only when it could
 	// be an id, so the detail never carries arbitrary bytes back.
 	what := "that layer"
 	if layer != "" && len(layer) <= MaxLayerPattern && layerChars(layer, false) {
 		what = fmt.Sprintf("layer %q", layer)
 	}
-	return apperr.Wrap(apperr.Forbidden, fmt.Sprintf("%s may not %s %s.", who, verb, what), ErrLayerForbidden)
+	return apperr.Wrap(apperr.Forbidden, fmt.Sprintf("These credentials may not %s %s.", verb, what), ErrLayerForbidden)
 }
 
 // ValidateLayers returns nil when layers may be a key's or a token's: nil

@@ -52,13 +52,13 @@ func TestCheckLayer(t *testing.T) {
 		{"OK/Unlimited", &Identity{Kind: KindKey, ID: "all"}, "roads", false, ""},
 		{"OK/Anonymous", &Identity{Kind: KindIP, ID: "203.0.113.9", Anonymous: true}, "roads", false, ""},
 		{"OK/NoIdentity", nil, "roads", false, ""},
-		{"Forbidden/Key", &key, "roads", false, `This API key may not read layer "roads".`},
-		{"Forbidden/KeyWrite", &key, "roads", true, `This API key may not write layer "roads".`},
-		{"Forbidden/Token", &tok, "roads", false, `This bearer token may not read layer "roads".`},
-		{"Forbidden/TokenWrite", &tok, "roads", true, `This bearer token may not write layer "roads".`},
-		{"Forbidden/OddName", &key, "a\"b\x00c", false, `This API key may not read that layer.`},
-		{"Forbidden/LongName", &key, strings.Repeat("r", MaxLayerPattern+1), false, `This API key may not read that layer.`},
-		{"Forbidden/Empty", &key, "", false, `This API key may not read that layer.`},
+		{"Forbidden/Key", &key, "roads", false, `These credentials may not read layer "roads".`},
+		{"Forbidden/KeyWrite", &key, "roads", true, `These credentials may not write layer "roads".`},
+		{"Forbidden/Token", &tok, "roads", false, `These credentials may not read layer "roads".`},
+		{"Forbidden/TokenWrite", &tok, "roads", true, `These credentials may not write layer "roads".`},
+		{"Forbidden/OddName", &key, "a\"b\x00c", false, `These credentials may not read that layer.`},
+		{"Forbidden/LongName", &key, strings.Repeat("r", MaxLayerPattern+1), false, `These credentials may not read that layer.`},
+		{"Forbidden/Empty", &key, "", false, `These credentials may not read that layer.`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

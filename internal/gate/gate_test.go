@@ -92,8 +92,8 @@ func TestRefusedLayerSameAnswer(t *testing.T) {
 		want    string
 		scoped  string // by the layer file's scopes
 	}{
-		{"Read", false, "roads", `may not read layer \"roads\"`, `Reading layer \"parcels\" needs`},
-		{"Write", true, "roads", `may not write layer \"roads\"`, `Writing layer \"parcels\" needs`},
+		{"Read", false, "roads", `may not read layer \"roads\"`, `may not read layer \"parcels\"`},
+		{"Write", true, "roads", `may not write layer \"roads\"`, `may not write layer \"parcels\"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ask := func(layer string) gin.HandlerFunc {
@@ -119,6 +119,11 @@ func TestRefusedLayerSameAnswer(t *testing.T) {
 			}
 			if got := scoped.Body.String(); !strings.Contains(got, tc.scoped) {
 				t.Errorf("body refused by the layer's scopes %s, want it to say %s", got, tc.scoped)
+			}
+			// One answer whatever refused the layer: the list or the
+			// layer file's scopes, which it must not name.
+			if a, b := other.Body.String(), strings.ReplaceAll(scoped.Body.String(), "parcels", tc.refused); a != b {
+				t.Errorf("refused by the list %s, by the layer file %s: want one answer", a, b)
 			}
 		})
 	}

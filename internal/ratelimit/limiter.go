@@ -274,7 +274,8 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	key := p.key(r.Identity)
 	at := l.at(r.At)
 	member := l.member()
-	o, backend, err := l.decide(ctx, p, key, at, cost, ws, member, l.tallyFor(key, r.Identity, at))
+	t := l.tallyFor(key, r.Identity, at)
+	o, backend, err := l.decide(ctx, p, key, at, cost, ws, member, t)
 	if err != nil {
 		l.m.decisions.WithLabelValues(p.Name, "unavailable", backend).Inc()
 		return Decision{}, err
@@ -282,6 +283,9 @@ func (l *Limiter) Check(ctx context.Context, r Request) (Decision, error) {
 	d := newDecision(p, ws, cost, o, backend)
 	if o.admitted && backend != BackendNone {
 		d.res = &reservation{policy: p.Name, alg: p.Algorithm, key: key, member: member, cost: cost, at: o.now, backend: backend, set: ws, quotas: quotas(key, ws, o.now)}
+		if t != nil && backend == BackendRedis {
+			d.res.tally = t.key
+		}
 	}
 	outcome := 0
 	if d.Limited {

@@ -144,5 +144,8 @@ if h == 1 and cost > 0 then
   if redis.call('HINCRBY', KEYS[#KEYS], field, 1) == 1 then
     redis.call('PEXPIRE', KEYS[#KEYS], ARGV[#ARGV])
   end
+  -- u: the units the admitted requests spent, in the policy's unit;
+  -- settle.lua moves it to their true cost.
+  if admitted == 1 then redis.call('HINCRBY', KEYS[#KEYS], 'u', cost) end
 end
 return out

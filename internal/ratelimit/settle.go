@@ -28,6 +28,8 @@ type reservation struct {
 	backend string
 	set     *windowSet
 	quotas  []quota
+	// tally is the day's tally the decision was counted in; "" for none.
+	tally string
 }
 
 // Settle charges an admitted request its true cost in place of the cost
@@ -71,6 +73,10 @@ func (s *redisStore) settle(ctx context.Context, r *reservation, delta int, at i
 	for _, q := range r.quotas {
 		keys = append(keys, q.key)
 	}
+	tallied := "0"
+	if r.tally != "" {
+		keys, tallied = append(keys, r.tally), "1"
+	}
 	var longest int64
 	for _, w := range r.set.slide {
 		longest = max(longest, w.Period.Microseconds())
@@ -79,7 +85,7 @@ func (s *redisStore) settle(ctx context.Context, r *reservation, delta int, at i
 	if at != 0 {
 		when = at
 	}
-	args := []any{string(r.alg), delta, r.member, r.cost, r.at, longest, when}
+	args := []any{string(r.alg), delta, r.member, r.cost, r.at, longest, when, tallied}
 	for _, w := range r.set.slide {
 		args = append(args, w.Period.Microseconds())
 	}

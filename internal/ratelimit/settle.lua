@@ -11,7 +11,9 @@
 -- ARGV[5]  the reservation's time in microseconds (counter: its bucket)
 -- ARGV[6]  the longest sliding period in microseconds
 -- ARGV[7]  the time in microseconds, or "" to read the Redis clock (TIME)
--- ARGV[8..] the sliding windows' periods in microseconds (counter)
+-- ARGV[8]  "1" when KEYS[#KEYS] is the day's tally the reservation was
+--          counted in (log.lua), whose units (field u) move by delta too
+-- ARGV[9..] the sliding windows' periods in microseconds (counter)
 --
 -- The true cost counts where the reservation did, at the time the request
 -- was admitted. A refund (delta < 0) takes back units of the reservation
@@ -34,6 +36,9 @@ local prefix = ARGV[3]
 local cost = tonumber(ARGV[4])
 local at = tonumber(ARGV[5])
 local longest = tonumber(ARGV[6])
+local tallied = ARGV[8] == '1'
+local quotaKeys = #KEYS
+if tallied then quotaKeys = #KEYS - 1 end
 local now
 if ARGV[7] == '' then
   local t = redis.call('TIME')
@@ -88,7 +93,7 @@ elseif alg == 'counter' then
   -- reservation's included: while it does, so does the reservation's
   -- bucket in every window that still counts it.
   if x ~= nil and nowms < x then
-    for i = 8, #ARGV do
+    for i = 9, #ARGV do
       local p = tonumber(ARGV[i]) / 1000
       local f = int(p)
       local v = redis.call('HMGET', key, f .. ':b', f .. ':c', f .. ':p')
@@ -103,10 +108,13 @@ elseif alg == 'counter' then
   end
 end
 
-for j = 2, #KEYS do
+for j = 2, quotaKeys do
   if redis.call('EXISTS', KEYS[j]) == 1 then
     local v = redis.call('INCRBY', KEYS[j], delta)
     if v < 0 then redis.call('SET', KEYS[j], 0, 'KEEPTTL') end
   end
+end
+if tallied and redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  if redis.call('HINCRBY', KEYS[#KEYS], 'u', delta) < 0 then redis.call('HSET', KEYS[#KEYS], 'u', 0) end
 end
 return 1

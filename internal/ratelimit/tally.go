@@ -61,6 +61,10 @@ type DayTally struct {
 	Policy   string
 	Admitted int64
 	Refused  int64
+	// Spent is what the admitted requests cost, in the policy's unit
+	// (requests' costs, or milliseconds of database time), as settled.
+	Spent int64
+	Unit  Unit
 }
 
 // Tallies reads identity's tallies of the last days UTC days, today
@@ -84,7 +88,7 @@ func (l *Limiter) Tallies(ctx context.Context, identity string, days int) ([]Day
 	_, err := l.redis.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, label := range labels {
 			for _, name := range names {
-				cmds = append(cmds, p.HMGet(ctx, tallyKey(t[name].key(identity), label), "a", "r"))
+				cmds = append(cmds, p.HMGet(ctx, tallyKey(t[name].key(identity), label), "a", "r", "u"))
 			}
 		}
 		return nil
@@ -99,7 +103,7 @@ func (l *Limiter) Tallies(ctx context.Context, identity string, days int) ([]Day
 		if a == 0 && r == 0 {
 			continue
 		}
-		out = append(out, DayTally{Day: labels[i/len(names)], Policy: names[i%len(names)], Admitted: a, Refused: r})
+		out = append(out, DayTally{Day: labels[i/len(names)], Policy: names[i%len(names)], Admitted: a, Refused: r, Spent: count(v, 2), Unit: t[names[i%len(names)]].Unit()})
 	}
 	return out, nil
 }

@@ -80,7 +80,7 @@ func TestTallyCountsEveryDecision(t *testing.T) {
 				t.Fatal(err)
 			}
 			today := time.Now().UTC().Format(time.DateOnly)
-			want := []DayTally{{today, "c", 3, 17}, {today, "p", 5, 15}}
+			want := []DayTally{{today, "c", 3, 17, 3, Requests}, {today, "p", 5, 15, 5, Requests}}
 			if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 				t.Fatalf("Tallies = %+v, want %+v", got, want)
 			}
@@ -179,5 +179,31 @@ func TestSetPoliciesKeepsCounts(t *testing.T) {
 				t.Errorf("a refused set changed p to %v", got.Windows)
 			}
 		})
+	}
+}
+
+// TestTallySpentAsSettled: a key's tally says what its admitted requests
+// spent in the policy's unit once settled, refunds included: three
+// requests reserving a unit each, settled at 0, 2 and 9, spent 11.
+func TestTallySpentAsSettled(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	l := tallyLimiter(t, rdb, 2)
+	id := "key:" + testenv.Prefix(t)
+	for _, actual := range []int{0, 2, 9} {
+		d, err := l.Allow(ctx, "p", id, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v", d, err)
+		}
+		if err := l.Settle(ctx, d, actual); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := l.Tallies(ctx, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Admitted != 3 || got[0].Spent != 11 {
+		t.Errorf("Tallies = %+v, want 3 admitted that spent 11", got)
 	}
 }
