@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -51,14 +52,14 @@ func TestHeadOnEveryGetRoute(t *testing.T) {
 					t.Errorf("HEAD %s = %d with %d bytes of body, want %d (as GET) and none", url, status, len(body), getStatus)
 				}
 				for _, h := range headCompared {
-					if h == "RateLimit-Policy" && rt.policy.Policy == policyTiles {
+					if h == "RateLimit-Policy" && rt.policy.Policy == config.PolicyTiles {
 						continue // the GET rendered the tile and spent tiles; HEAD finds it cached
 					}
 					if got, want := header.Values(h), getHeader.Values(h); strings.Join(got, "\n") != strings.Join(want, "\n") {
 						t.Errorf("HEAD %s: %s = %q, GET's %q", url, h, got, want)
 					}
 				}
-				if rt.policy.Policy == policyTiles && who.key != "" && status == http.StatusOK && header.Get("X-Cache") == "MISS" {
+				if rt.policy.Policy == config.PolicyTiles && who.key != "" && status == http.StatusOK && header.Get("X-Cache") == "MISS" {
 					t.Errorf("HEAD %s after GET rendered the tile again (X-Cache miss)", url)
 				}
 			})

@@ -62,23 +62,23 @@ var (
 
 	// The OGC API - Features documents about the service, and the routes
 	// of one collection.
-	spendFeatures      = gate.Spend{Policy: policyFeatures, Database: policyDatabase}
-	spendFeaturesLayer = gate.Spend{Policy: policyFeatures, Database: policyDatabase, Layers: true}
+	spendFeatures      = gate.Spend{Policy: config.PolicyFeatures, Database: config.PolicyDatabase}
+	spendFeaturesLayer = gate.Spend{Policy: config.PolicyFeatures, Database: config.PolicyDatabase, Layers: true}
 	// /within and every geofence route.
-	spendGeofence = gate.Spend{Policy: policyGeofence, Database: policyDatabase, Layers: true}
+	spendGeofence = gate.Spend{Policy: config.PolicyGeofence, Database: config.PolicyDatabase, Layers: true}
 	// A tile spends tiles for the layers it renders and tiles-cached for
 	// those it finds in the cache; a render also spends the database
 	// budget, a tile served whole from the cache does not.
-	spendTiles = gate.Spend{Policy: policyTiles, Cached: policyTilesCached, Database: policyDatabase, Layers: true}
+	spendTiles = gate.Spend{Policy: config.PolicyTiles, Cached: config.PolicyTilesCached, Database: config.PolicyDatabase, Layers: true}
 	// The OGC API - Tiles and Styles documents cost a unit of
 	// tiles-cached, as a cached tile does.
-	spendTilesCached = gate.Spend{Policy: policyTilesCached}
-	spendRateLimit   = gate.Spend{Policy: policyRateLimit}
+	spendTilesCached = gate.Spend{Policy: config.PolicyTilesCached}
+	spendRateLimit   = gate.Spend{Policy: config.PolicyRateLimit}
 	// A batch of positions costs what it holds; the subscription and
 	// event routes that name a subscription's layer check it.
-	spendPositions   = gate.Spend{Policy: policyPositions, Database: policyDatabase}
-	spendEvents      = gate.Spend{Policy: policyEvents, Database: policyDatabase}
-	spendEventsLayer = gate.Spend{Policy: policyEvents, Database: policyDatabase, Layers: true}
+	spendPositions   = gate.Spend{Policy: config.PolicyPositions, Database: config.PolicyDatabase}
+	spendEvents      = gate.Spend{Policy: config.PolicyEvents, Database: config.PolicyDatabase}
+	spendEventsLayer = gate.Spend{Policy: config.PolicyEvents, Database: config.PolicyDatabase, Layers: true}
 )
 
 // routes lists every route of the service.

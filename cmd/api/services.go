@@ -34,18 +34,6 @@ import (
 	"github.com/geogate/geogate/internal/tiles"
 )
 
-// The rate-limit policies the routes spend; config holds their windows.
-const (
-	policyGeofence    = "geofence"     // /within and every geofence route
-	policyTiles       = "tiles"        // a tile that has to be rendered
-	policyTilesCached = "tiles-cached" // a tile served from the cache
-	policyFeatures    = "features"     // every OGC API – Features route
-	policyRateLimit   = "rate-limit"   // GET /rate_limit
-	policyPositions   = "positions"    // POST /positions, per position
-	policyEvents      = "events"       // subscriptions, events and devices
-	policyDatabase    = "database"     // every route's work on PostgreSQL, in ms
-)
-
 // services are what the routes are served by, each built once.
 type services struct {
 	registry *prometheus.Registry

@@ -17,7 +17,7 @@ func loadDelivery(r *reader) delivery.Settings {
 		RetryMin:        r.duration("EVENTS_RETRY_MIN", time.Second),
 		RetryMax:        r.duration("EVENTS_RETRY_MAX", 10*time.Minute),
 		Poll:            r.duration("EVENTS_DELIVERY_POLL", time.Second),
-		Policy:          "deliveries",
+		Policy:          PolicyDeliveries,
 		AllowPrivate:    r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
 	}
 	// A lease shorter than a request would let a second worker send the
