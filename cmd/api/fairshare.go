@@ -22,15 +22,20 @@ func newFairQueue(f config.FairShare, reg prometheus.Registerer) pg.Queue {
 }
 
 // fairCaller names the request's caller to the fair queue, as the
-// identity it is rate limited as, weighted by its tier; and gives the
-// request a meter of the database time it uses.
+// identity it is rate limited as, weighted by its tier.
 func fairCaller(s fairshare.Settings) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
 		id := auth.FromContext(ctx)
-		ctx = fairshare.WithCaller(ctx, id.LimitKey(), s.Weight(id.Tier))
-		ctx, _ = pg.WithMeter(ctx)
-		c.Request = c.Request.WithContext(ctx)
+		c.Request = c.Request.WithContext(fairshare.WithCaller(ctx, id.LimitKey(), s.Weight(id.Tier)))
 		c.Next()
 	}
+}
+
+// meterDB gives the request a meter of the database time its statements
+// take (pg.Runner adds to it), which the gate settles.
+func meterDB(c *gin.Context) {
+	ctx, _ := pg.WithMeter(c.Request.Context())
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
 }

@@ -205,7 +205,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 			chain = append(chain, s.readFloor)
 		}
 		if rt.scope != public && rt.scope != nobody {
-			chain = append(chain, fairCaller(cfg.FairShare.Settings))
+			chain = append(chain, fairCaller(cfg.FairShare.Settings), meterDB)
 		}
 		r.Handle(rt.method, rt.path, append(chain, rt.handler)...)
 		if rt.method == "GET" {

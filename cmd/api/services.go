@@ -30,7 +30,6 @@ import (
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
-	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/tiles"
 )
 
@@ -90,7 +89,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
-	s.gate = gate.New(s.access, s.limiter, limitedAs, log)
+	s.gate = gate.New(s.access, s.limiter, nil, log)
 	s.gate.DBTime = dbTime
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "geogate_gate_estimates",
@@ -131,7 +130,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	if err != nil {
 		return nil, err
 	}
-	s.tiles = tiles.NewHandler(tileSvc, cfg.Tiles, tiles.Access{Gate: s.gate, Scope: spatialScope})
+	s.tiles = tiles.NewHandler(tileSvc, cfg.Tiles, tiles.Access{Gate: s.gate})
 	// A fence write retires the tiles it changes before it answers.
 	committed := func(ctx context.Context) {
 		if err := tileSvc.Commit(ctx); err != nil {
@@ -140,23 +139,23 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		s.raiseFloor(ctx, d.replicas, log)
 	}
 	geo := geofence.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Queue: fair}, s.catalog, cfg.Geofence, committed)
-	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate, Scope: spatialScope})
+	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate})
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
 	feat := features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
-		features.Rights{Check: s.gate.Check, Scope: spatialScope})
+		features.Rights{Check: s.gate.Check})
 	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate})
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
-		events.Rights{Access: s.gate.Check, Scope: spatialScope}, cfg.Events.Settings, events.NewMetrics(s.registry))
+		events.Rights{Access: s.gate.Check}, cfg.Events.Settings, events.NewMetrics(s.registry))
 	// One LISTEN per process wakes every live stream of events.
 	listener := &pg.Listener{Pool: d.db, Channels: []string{events.Channel}, Log: log,
 		Topic: "event stream (streams fall back to polling the outbox)"}
 	s.streams = events.NewHub(func() { listener.Run(ctx) })
 	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
-	s.events = events.NewHandler(ev, s.gate, events.Who{Owner: eventOwner, Scope: spatialScope, Challenge: auth.Challenge}, cfg.Events.Rules, s.streams)
+	s.events = events.NewHandler(ev, s.gate, cfg.Events.Rules, s.streams)
 	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
 	// Every replica delivers: leases keep them from sending an event
 	// twice at once, and the deliveries policy bounds each subscriber.
@@ -181,7 +180,7 @@ func (s *services) layers(c *gin.Context) {
 		return
 	}
 	defer p.Done()
-	s.catalog.List(s.gate.Readable, spatialScope)(c)
+	s.catalog.List(s.gate.Readable, auth.ScopeOf)(c)
 }
 
 // dbTime is the database time the request of ctx has used so far, as its
@@ -191,13 +190,6 @@ func dbTime(ctx context.Context) time.Duration {
 		return m.DB()
 	}
 	return 0
-}
-
-// limitedAs names who a request is rate limited as: its identity's limit
-// key and tier.
-func limitedAs(ctx context.Context) (identity, tier string) {
-	id := auth.FromContext(ctx)
-	return id.LimitKey(), id.Tier
 }
 
 // raiseFloor makes the primary's position now the read floor of the
@@ -234,17 +226,3 @@ func keyIdentity(id string) string { return auth.Identity{Kind: auth.KindKey, ID
 // isKeyIdentity says whether a limiter identity is an API key's: those
 // are tallied, for /admin/keys/{id}/usage.
 func isKeyIdentity(identity string) bool { return strings.HasPrefix(identity, auth.KindKey+":") }
-
-// eventOwner is who the request's devices and subscriptions belong to:
-// its identity's limit key, none for an anonymous caller.
-func eventOwner(ctx context.Context) string {
-	id := auth.FromContext(ctx)
-	if id.Anonymous || id.Kind == auth.KindIP {
-		return ""
-	}
-	return id.LimitKey()
-}
-
-// spatialScope is the part of the world the request's caller may reach;
-// nil is the whole world.
-func spatialScope(ctx context.Context) *spatial.Scope { return auth.FromContext(ctx).Spatial }

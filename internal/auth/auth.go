@@ -156,3 +156,16 @@ func IPKey(a netip.Addr) string {
 	p, _ := a.Prefix(64)
 	return p.String()
 }
+
+// ScopeOf is the part of the world the caller of ctx may reach; nil is
+// the whole world.
+func ScopeOf(ctx context.Context) *spatial.Scope { return FromContext(ctx).Spatial }
+
+// Owner is whom the identity's devices and subscriptions belong to: its
+// limit key; "" for an anonymous caller, who owns none.
+func (id Identity) Owner() string {
+	if id.Anonymous || id.Kind == KindIP {
+		return ""
+	}
+	return id.LimitKey()
+}

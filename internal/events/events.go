@@ -59,16 +59,15 @@ type Service struct {
 	fences  Fences
 	filters Filters
 	access  Access
-	scope   Scope
 	s       Settings
 	m       *metrics
 }
 
 // Rights are what the service asks about the caller of each report: the
-// layers it may read, and the part of the world it may reach (nil: all).
+// layers it may read. The part of the world it may reach is its
+// identity's (auth.ScopeOf).
 type Rights struct {
 	Access Access
-	Scope  Scope
 }
 
 // New returns the service over db.
@@ -79,8 +78,5 @@ func New(db pg.Runner, fences Fences, filters Filters, r Rights, s Settings, m *
 	if r.Access == nil {
 		r.Access = func(context.Context, string) error { return nil }
 	}
-	if r.Scope == nil {
-		r.Scope = func(context.Context) *spatial.Scope { return nil }
-	}
-	return &Service{db: db, fences: fences, filters: filters, access: r.Access, scope: r.Scope, s: s, m: m}
+	return &Service{db: db, fences: fences, filters: filters, access: r.Access, s: s, m: m}
 }

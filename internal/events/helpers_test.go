@@ -12,21 +12,15 @@ import (
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/pg"
-	"github.com/geogate/geogate/internal/spatial"
 )
 
 var testSettings = events.Settings{MaxBatch: 1000, MaxSkew: 5 * time.Minute, MaxPage: 1000}
 
 // newService is an events Service over pool, its fences and filters
 // answered by the real geofence and features services over the layers of
-// schema public.
+// schema public. A caller's spatial scope is its identity's, in the
+// context of each call (auth.ScopeOf).
 func newService(t testing.TB, pool *pgxpool.Pool, s events.Settings) *events.Service {
-	t.Helper()
-	return newScopedService(t, pool, s, nil)
-}
-
-// newScopedService is newService for callers confined to scope.
-func newScopedService(t testing.TB, pool *pgxpool.Pool, s events.Settings, scope *spatial.Scope) *events.Service {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Open(ctx, pool, catalog.Settings{Schemas: []string{"public"}, Own: pg.DefaultSchema}, nil)
@@ -37,7 +31,7 @@ func newScopedService(t testing.TB, pool *pgxpool.Pool, s events.Settings, scope
 	geo := geofence.New(run, cat, geofence.Settings{Own: pg.DefaultSchema}, nil)
 	fs := features.New(run, cat, features.Settings{}, features.Rights{})
 	allow := func(context.Context, string) error { return nil }
-	return events.New(run, geo, fs, events.Rights{Access: allow, Scope: func(context.Context) *spatial.Scope { return scope }}, s, nil)
+	return events.New(run, geo, fs, events.Rights{Access: allow}, s, nil)
 }
 
 // at is a time n seconds after a fixed start.

@@ -10,16 +10,15 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Handler serves positions, subscriptions and the pulled events.
 type Handler struct {
 	svc   *Service
 	gate  Gate
-	who   Who
 	rules Rules
 	hub   *Hub
 }
@@ -28,17 +27,6 @@ type Handler struct {
 type Gate interface {
 	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
 	Check(ctx context.Context, layer string) error
-}
-
-// Who tells the handler about the caller of a request: the owner its
-// devices and subscriptions belong to ("" for an anonymous caller, who
-// has none) and the part of the world it may reach (nil: all of it).
-type Who struct {
-	Owner func(context.Context) string
-	Scope func(context.Context) *spatial.Scope
-	// Challenge is the WWW-Authenticate value of the 401 an anonymous
-	// caller gets.
-	Challenge string
 }
 
 // Rules bound what a request may ask.
@@ -58,11 +46,12 @@ type Rules struct {
 
 // NewHandler returns the HTTP handlers of svc; hub wakes its live
 // streams.
-func NewHandler(svc *Service, g Gate, who Who, r Rules, hub *Hub) *Handler {
-	if who.Scope == nil {
-		who.Scope = func(context.Context) *spatial.Scope { return nil }
-	}
-	return &Handler{svc: svc, gate: g, who: who, rules: r, hub: hub}
+//
+// The caller of each request is its identity (auth.FromContext): the
+// owner of its devices and subscriptions (Identity.Owner), the part of
+// the world it may reach.
+func NewHandler(svc *Service, g Gate, r Rules, hub *Hub) *Handler {
+	return &Handler{svc: svc, gate: g, rules: r, hub: hub}
 }
 
 var (
@@ -73,11 +62,9 @@ var (
 
 // owner is the caller's owner id, or "" after answering 401.
 func (h *Handler) owner(c *gin.Context) string {
-	o := h.who.Owner(c.Request.Context())
+	o := auth.FromContext(c.Request.Context()).Owner()
 	if o == "" {
-		if h.who.Challenge != "" {
-			c.Header("WWW-Authenticate", h.who.Challenge)
-		}
+		c.Header("WWW-Authenticate", auth.Challenge)
 		httpx.Abort(c, errAnonymous)
 	}
 	return o
@@ -125,7 +112,7 @@ func (h *Handler) Report(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
-	scope := h.who.Scope(c.Request.Context())
+	scope := auth.ScopeOf(c.Request.Context())
 	for _, p := range ps {
 		if !scope.ContainsCircle(p.Lng, p.Lat, 0) {
 			httpx.Abort(c, errPositionOutside)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	geom "github.com/twpayne/go-geom"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -47,7 +48,7 @@ func (s *Service) lookups(ctx context.Context, ws []watch, ps []Position, evalua
 			continue
 		}
 		if x1 == nil {
-			x1, y1 = steps(s.scope(ctx), ps, evaluated, from)
+			x1, y1 = steps(auth.ScopeOf(ctx), ps, evaluated, from)
 		}
 		l.met[w.layer] = l.add(n, s.fences.CrossesSQL, w.layer, x1, y1, lngs, lats)
 	}

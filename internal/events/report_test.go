@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/spatial"
 	"github.com/geogate/geogate/internal/testenv"
@@ -137,7 +138,8 @@ func TestCrossOnRealFences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scoped := newScopedService(t, pool, testSettings, twoCities)
+	scoped := svc
+	scopedCtx := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindKey, ID: "scoped", Spatial: twoCities})
 	sub, err := svc.CreateSubscription(ctx, "key:fleet", events.Subscription{Layer: "geofences", Kinds: []events.Kind{events.Cross}})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +156,7 @@ func TestCrossOnRealFences(t *testing.T) {
 	if _, err := svc.Report(ctx, "key:fleet", trip); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scoped.Report(ctx, "key:scoped", trip); err != nil {
+	if _, err := scoped.Report(scopedCtx, "key:scoped", trip); err != nil {
 		t.Fatal(err)
 	}
 	if evs := pull(t, scoped, "key:scoped", scopedSub.ID); len(evs) != 0 {

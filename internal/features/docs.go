@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/ogc"
 	"github.com/geogate/geogate/internal/openapi"
@@ -113,7 +114,7 @@ func (s *Service) bounds(ctx context.Context, l *catalog.Layer) [4]float64 {
 	if l.Bounds != nil {
 		b = [4]float64{l.Bounds.West, l.Bounds.South, l.Bounds.East, l.Bounds.North}
 	}
-	return s.scope(ctx).Clip(b)
+	return auth.ScopeOf(ctx).Clip(b)
 }
 
 // collections lists the layers the caller of ctx may read.

@@ -72,9 +72,6 @@ type Rights struct {
 	// the layers the caller's own key or token is limited to, as a gate
 	// without rules does.
 	Check func(ctx context.Context, layer string) error
-	// Scope is the part of the world the caller may see; nil, or a nil
-	// scope, is all of it.
-	Scope func(ctx context.Context) *spatial.Scope
 }
 
 // New returns the Service over cat's layers.
@@ -97,13 +94,10 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, r Rights) *Service {
 	if r.Check == nil {
 		r.Check = access.Settings{}.Check
 	}
-	if r.Scope == nil {
-		r.Scope = func(context.Context) *spatial.Scope { return nil }
-	}
 	if pool.Stale == nil {
 		pool.Stale = cat.RefreshSoon
 	}
-	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check, scope: r.Scope}
+	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }

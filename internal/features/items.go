@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 )
 
 // Feature is one feature as GeoJSON parts: its id, properties and
@@ -176,7 +177,7 @@ func (s *Service) itemsQuery(ctx context.Context, l *layerSQL, v url.Values) (*q
 	if err := checkFormat(v); err != nil {
 		return nil, "", err
 	}
-	q := &query{scope: s.scope(ctx)}
+	q := &query{scope: auth.ScopeOf(ctx)}
 	var err error
 	if q.crs, err = optionalCRS(v, "crs", l.l.SRID); err != nil {
 		return nil, "", err
@@ -252,7 +253,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 	if err := checkFormat(v); err != nil {
 		return Feature{}, CRS{}, err
 	}
-	q := &query{scope: s.scope(ctx), limit: 1, id: &featureID}
+	q := &query{scope: auth.ScopeOf(ctx), limit: 1, id: &featureID}
 	if q.crs, err = optionalCRS(v, "crs", l.l.SRID); err != nil {
 		return Feature{}, CRS{}, err
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/access"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
@@ -99,6 +100,13 @@ func PageEstimate(limit int) int { return max(1, (limit+99)/100) }
 // counted under and the tier whose overrides apply.
 type Caller func(ctx context.Context) (identity, tier string)
 
+// limitedAs is who the caller of ctx is limited as: its identity's limit
+// key and tier.
+func limitedAs(ctx context.Context) (identity, tier string) {
+	id := auth.FromContext(ctx)
+	return id.LimitKey(), id.Tier
+}
+
 // Gate admits requests. Its zero value is not usable; see New.
 type Gate struct {
 	rules   access.Settings
@@ -118,13 +126,14 @@ type Gate struct {
 
 // New returns the gate over the layer rules and the limiter. A nil
 // limiter admits every request the rules let through, for tests of one
-// capability and tools that run without limits.
+// capability and tools that run without limits. A nil caller charges
+// each request's identity (auth.FromContext).
 func New(rules access.Settings, lim *ratelimit.Limiter, caller Caller, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
 	if caller == nil {
-		caller = func(context.Context) (string, string) { return "", "" }
+		caller = limitedAs
 	}
 	return &Gate{rules: rules, limiter: lim, caller: caller, log: log, est: newEstimates()}
 }

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/openapi"
@@ -64,9 +66,14 @@ func newService(t testing.TB, pool, meta *pgxpool.Pool, timeouts Timeouts) *Serv
 // without authentication or rate limits, for callers confined to the
 // spatial scope scope (nil: the whole world).
 func testRouter(svc *Service, rules Rules, scope *spatial.Scope) http.Handler {
-	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, Access{Scope: func(context.Context) *spatial.Scope { return scope }})
+	h := NewHandler(svc, Settings{Rules: rules, CursorKey: "test-key-0123456789"}, Access{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := httpx.NewRouter(log, nil, httpx.TrustedProxies{})
+	// The caller is an identity confined to scope, as authentication
+	// would make it.
+	r.Use(func(c *gin.Context) {
+		c.Request = c.Request.WithContext(auth.WithIdentity(c.Request.Context(), auth.Identity{Spatial: scope}))
+	})
 	r.GET("/within", h.Within)
 	r.GET("/geofences", h.List)
 	r.POST("/geofences", h.Create)

@@ -14,9 +14,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/spatial"
 )
 
 // Handler serves /within and the geofence routes: it parses and checks
@@ -27,15 +27,13 @@ type Handler struct {
 	rules   Rules
 	cursors *Cursors
 	gate    Gate
-	scope   func(context.Context) *spatial.Scope
 }
 
-// Access is what the Handler asks of the caller of each request: the
-// gate that checks and charges it (nil: gate.Open()), and the part of the
-// world it may reach (nil: all of it).
+// Access is what the Handler asks of each request: the gate that checks
+// and charges it (nil: gate.Open()). The part of the world the caller
+// may reach is its identity's (auth.ScopeOf).
 type Access struct {
-	Gate  Gate
-	Scope func(context.Context) *spatial.Scope
+	Gate Gate
 }
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
@@ -51,13 +49,10 @@ const FenceLayer = "geofences"
 // NewHandler returns the HTTP handlers of svc under the rules and cursor
 // key of s.
 func NewHandler(svc *Service, s Settings, a Access) *Handler {
-	if a.Scope == nil {
-		a.Scope = func(context.Context) *spatial.Scope { return nil }
-	}
 	if a.Gate == nil {
 		a.Gate = gate.Open()
 	}
-	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), gate: a.Gate, scope: a.Scope}
+	return &Handler{svc: svc, rules: s.Rules, cursors: NewCursors(s.CursorKey), gate: a.Gate}
 }
 
 // enter asks the gate for a request of layer at cost, once the layer a
@@ -143,12 +138,12 @@ func badCursor() error {
 }
 
 // scopeWKB is the caller's spatial scope as WKB, nil for the world.
-func (h *Handler) scopeWKB(c *gin.Context) []byte { return h.scope(c.Request.Context()).WKB() }
+func (h *Handler) scopeWKB(c *gin.Context) []byte { return auth.ScopeOf(c.Request.Context()).WKB() }
 
 // check refuses, with a 403, a circle (a point has radius 0) that leaves
 // the caller's spatial scope, calling a point a point.
 func (h *Handler) check(c *gin.Context, lng, lat, r float64) bool {
-	if h.scope(c.Request.Context()).ContainsCircle(lng, lat, r) {
+	if auth.ScopeOf(c.Request.Context()).ContainsCircle(lng, lat, r) {
 		return true
 	}
 	err := errCircleOutsideScope
@@ -306,7 +301,7 @@ func (h *Handler) readFence(c *gin.Context) (FenceInput, bool) {
 		httpx.Abort(c, err)
 		return FenceInput{}, false
 	}
-	if !h.scope(c.Request.Context()).ContainsGeometry(g) {
+	if !auth.ScopeOf(c.Request.Context()).ContainsGeometry(g) {
 		httpx.Abort(c, errGeometryOutsideScope)
 		return FenceInput{}, false
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
@@ -101,7 +102,7 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	h := NewHandler(svc, s, Access{Gate: o.Gate, Scope: o.Scope})
+	h := NewHandler(svc, s, Access{Gate: o.Gate})
 	select {
 	case <-svc.versions.Ready():
 	case <-time.After(10 * time.Second):
@@ -135,6 +136,12 @@ func newReplicaBehind(t *testing.T, db *pgxpool.Pool, rdb redis.UniversalClient,
 		// A test names the caller's scope in a header (see withScope).
 		if name := c.GetHeader("X-Test-Scope"); name != "" {
 			c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), testScopeKey{}, name))
+		}
+		// The caller is an identity confined to o.Scope's answer, as
+		// authentication would make it.
+		if o.Scope != nil {
+			ctx := c.Request.Context()
+			c.Request = c.Request.WithContext(auth.WithIdentity(ctx, auth.Identity{Spatial: o.Scope(ctx)}))
 		}
 	})
 	r.GET("/tiles", h.List)

@@ -10,9 +10,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/spatial"
 )
 
 // ContentType is the media type of a vector tile.
@@ -22,18 +22,16 @@ const ContentType = "application/vnd.mapbox-vector-tile"
 // and Styles documents: it parses each request, asks the gate, holds it
 // to the caller's spatial scope and answers from the Service.
 type Handler struct {
-	svc   *Service
-	s     Settings
-	gate  Gate
-	scope func(context.Context) *spatial.Scope
+	svc  *Service
+	s    Settings
+	gate Gate
 }
 
-// Access is what the Handler asks of the caller of each request: the
-// gate that checks and charges it (nil: gate.Open()), and the part of the
-// world it may see (nil: all of it).
+// Access is what the Handler asks of each request: the gate that checks
+// and charges it (nil: gate.Open()). The part of the world the caller
+// may see is its identity's (auth.ScopeOf).
 type Access struct {
-	Gate  Gate
-	Scope func(context.Context) *spatial.Scope
+	Gate Gate
 }
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
@@ -45,13 +43,10 @@ type Gate interface {
 // NewHandler returns the HTTP handlers of svc under the public URL and
 // Cache-Control of s.
 func NewHandler(svc *Service, s Settings, a Access) *Handler {
-	if a.Scope == nil {
-		a.Scope = func(context.Context) *spatial.Scope { return nil }
-	}
 	if a.Gate == nil {
 		a.Gate = gate.Open()
 	}
-	return &Handler{svc: svc, s: s, gate: a.Gate, scope: a.Scope}
+	return &Handler{svc: svc, s: s, gate: a.Gate}
 }
 
 var errNoTile = apperr.New(apperr.NotFound, "No such tile: z, x and y must be integers with z within the layer's zoom range and x, y below 2^z, and the name must end in .mvt or .pbf.")
@@ -119,7 +114,7 @@ func (h *Handler) Tile(c *gin.Context) {
 // (the route's), then rendered and written.
 func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 	ctx := c.Request.Context()
-	scope := h.scope(ctx)
+	scope := auth.ScopeOf(ctx)
 	found, err := h.svc.Find(ctx, ls, t, scope)
 	if err != nil {
 		httpx.Abort(c, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/ogc"
 )
@@ -314,7 +315,7 @@ func (h *Handler) TileSet(c *gin.Context) {
 		httpx.Abort(c, errNoTileMatrixSet(id))
 		return
 	}
-	c.JSON(http.StatusOK, tileSet(h.baseURL(c), l, h.svc.Bounds(l, h.scope(c.Request.Context()))))
+	c.JSON(http.StatusOK, tileSet(h.baseURL(c), l, h.svc.Bounds(l, auth.ScopeOf(c.Request.Context()))))
 }
 
 // tileSet is the tileset document of l, within bounds b.

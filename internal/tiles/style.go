@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
@@ -110,7 +111,7 @@ func (h *Handler) Style(c *gin.Context) {
 		}
 		ls = append(ls, l)
 	}
-	scope := h.scope(ctx)
+	scope := auth.ScopeOf(ctx)
 	body, err := json.Marshal(defaultStyle(h.baseURL(c), ls, func(l *Layer) [4]float64 { return h.svc.Bounds(l, scope) }))
 	if err != nil {
 		httpx.Abort(c, err)

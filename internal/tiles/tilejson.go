@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/httpx"
 )
 
@@ -83,7 +84,7 @@ func (h *Handler) TileJSON(c *gin.Context) {
 		return
 	}
 	defer done()
-	scope := h.scope(c.Request.Context())
+	scope := auth.ScopeOf(c.Request.Context())
 	c.JSON(http.StatusOK, tileJSON(h.baseURL(c), name, ls, func(l *Layer) [4]float64 { return h.svc.Bounds(l, scope) }))
 }
 
