@@ -229,7 +229,10 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	c.FairShare = loadFairShare(r, c.DB)
 	c.Events = loadEvents(r)
-	c.Delivery = loadDelivery(r)
+	// Whether webhooks may reach private networks is one setting, read
+	// once: subscriptions are checked by it when written, deliveries
+	// when they connect.
+	c.Delivery = loadDelivery(r, c.Events.Rules.AllowPrivate)
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}

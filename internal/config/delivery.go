@@ -6,8 +6,9 @@ import (
 	"github.com/geogate/geogate/internal/delivery"
 )
 
-// loadDelivery reads the settings of webhook delivery.
-func loadDelivery(r *reader) delivery.Settings {
+// loadDelivery reads the settings of webhook delivery; allowPrivate is
+// EVENTS_ALLOW_PRIVATE_WEBHOOKS, as loadEvents read it.
+func loadDelivery(r *reader, allowPrivate bool) delivery.Settings {
 	s := delivery.Settings{
 		Workers:         r.integer("EVENTS_DELIVERY_WORKERS", 16, 0, 10_000),
 		PerSubscription: r.integer("EVENTS_DELIVERY_PER_SUBSCRIPTION", 4, 1, 10_000),
@@ -18,7 +19,7 @@ func loadDelivery(r *reader) delivery.Settings {
 		RetryMax:        r.duration("EVENTS_RETRY_MAX", 10*time.Minute),
 		Poll:            r.duration("EVENTS_DELIVERY_POLL", time.Second),
 		Policy:          PolicyDeliveries,
-		AllowPrivate:    r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
+		AllowPrivate:    allowPrivate,
 	}
 	// A lease shorter than a request would let a second worker send the
 	// event while the first still waits for its answer.
