@@ -727,6 +727,11 @@ func TestFaultSlowQueries(t *testing.T) {
 		"DATABASE_URL":       dbURL,
 		"REDIS_URL":          r.URL(),
 		"RATELIMIT_GEOFENCE": "100000/1s",
+		// A statement waiting on the lock holds its connection, and that
+		// time is charged: eight callers blocked for a second each spend
+		// more than the default budget of a second. Under test is the
+		// recovery, not the bill.
+		"RATELIMIT_DATABASE": "100000000ms/1s",
 		"DB_MAX_CONNS":       "2",
 		"DB_QUERY_TIMEOUT":   "1s",
 		"DB_ACQUIRE_TIMEOUT": "500ms",

@@ -63,7 +63,10 @@ SELECT 'large-' || i, jsonb_build_object('blob', repeat('x', 1 << 20)), ST_Multi
 FROM generate_series(0, 2) i;`); err != nil {
 		t.Fatal(err)
 	}
-	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_GEOFENCE": "1000/1m"})
+	// One window of a week: the counter that counts database time holds,
+	// within its first week-long bucket, exactly what was charged, so the
+	// difference of two readings is what one page cost.
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_GEOFENCE": "1000/1m", "RATELIMIT_DATABASE": "1000000ms/7d"})
 	used := func(policy string) int {
 		t.Helper()
 		return rateLimitStatus(t, base, "").policy(t, policy).Windows[0].Used

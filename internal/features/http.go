@@ -247,6 +247,8 @@ func (h *Handler) Items(c *gin.Context) {
 	b.WriteByte('}')
 	setContentCRS(c, p.CRS)
 	pass.Spent(gate.Usage{Cost: gate.PageCost(len(p.Features), b.Len()), Bytes: b.Len()})
+	pass.Settle() // the answer is whole: its headers show the budget as settled
+	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
 }
 

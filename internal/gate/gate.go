@@ -18,6 +18,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,12 +59,16 @@ type Ask struct {
 
 // Pass is an admitted request. Header is the RateLimit fields its answer
 // carries; Spent tells it what the request really cost, when the handler
-// knows better than its estimate; Done settles the true cost (what Spent
-// said, and the database time measured) and releases what the request
-// holds. Call Done once it has been answered; more calls do nothing.
+// knows better than its estimate; Settle charges the true cost (what
+// Spent said, and the database time measured) now, so that Header shows
+// the budget as settled, for a handler that has its whole answer before
+// it writes it; Done settles, unless Settle did, and releases what the
+// request holds. Call Done once it has been answered; more calls of
+// either do nothing.
 type Pass interface {
 	Header() http.Header
 	Spent(Usage)
+	Settle()
 	Done()
 }
 
@@ -285,6 +290,25 @@ type charge struct {
 	dbTime   bool
 	learn    kind
 	decision ratelimit.Decision
+	// actual is what the charge was settled at; 0 until it is.
+	actual int
+}
+
+// shown is the charge's decision as its answer shows it: once settled,
+// each window holds the true cost in place of the reservation.
+func (ch charge) shown() ratelimit.Decision {
+	d := ch.decision
+	delta := ch.actual - ch.cost
+	if ch.actual == 0 || delta == 0 {
+		return d
+	}
+	d.Windows = slices.Clone(d.Windows)
+	for i := range d.Windows {
+		w := &d.Windows[i]
+		w.Used = max(0, w.Used+delta)
+		w.Remaining = max(0, w.Limit-w.Used)
+	}
+	return d
 }
 
 // charges groups a request's cost by policy: each worked layer's own
@@ -353,6 +377,7 @@ type pass struct {
 	releases []func()
 	charges  []charge
 	usage    Usage
+	settled  bool
 	done     bool
 }
 
@@ -365,10 +390,10 @@ func (p *pass) Header() http.Header {
 	if len(p.charges) == 0 {
 		return nil
 	}
-	h := p.charges[0].decision.Header()
+	h := p.charges[0].shown().Header()
 	all := ratelimit.Decision{Allowed: true}
 	for _, ch := range p.charges {
-		all.Windows = append(all.Windows, ch.decision.Windows...)
+		all.Windows = append(all.Windows, ch.shown().Windows...)
 	}
 	for _, k := range []string{"RateLimit-Policy", "RateLimit"} {
 		if v := all.Header().Get(k); v != "" {
@@ -380,14 +405,23 @@ func (p *pass) Header() http.Header {
 
 func (p *pass) Spent(u Usage) { p.usage = u }
 
-// Done settles what the request really cost and releases what it held
-// (in-flight slots); call it once the request has been answered.
+func (p *pass) Settle() {
+	if p.settled || p.done {
+		return
+	}
+	p.settled = true
+	p.settle()
+}
+
+// Done settles what the request really cost, unless Settle did, and
+// releases what it held (in-flight slots); call it once the request has
+// been answered.
 func (p *pass) Done() {
 	if p.done {
 		return
 	}
+	p.Settle()
 	p.done = true
-	p.settle()
 	p.release()
 }
 

@@ -27,7 +27,7 @@ func (p *pass) settle() {
 	}
 	perLayer := ms / float64(max(1, p.worked))
 	ctx := context.WithoutCancel(p.ctx)
-	for _, ch := range p.charges {
+	for i, ch := range p.charges {
 		actual := ch.cost
 		switch {
 		case ch.dbTime && measured:
@@ -36,6 +36,7 @@ func (p *pass) settle() {
 		case !ch.dbTime && p.usage.Cost > 0:
 			actual = p.usage.Cost * ch.weight
 		}
+		p.charges[i].actual = actual
 		if actual == ch.cost {
 			continue
 		}

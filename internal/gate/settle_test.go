@@ -195,3 +195,30 @@ func TestCachedAndRenderedTogether(t *testing.T) {
 		t.Errorf("tiles-cached used %d after 1 tile admitted and 3 refused renders, want 1", got)
 	}
 }
+
+// TestHeaderAsSettled: once settled, a pass's RateLimit fields show the
+// request's true cost, not its reservation: 1 ms reserved, 30 measured,
+// 970 of 1000 remain.
+func TestHeaderAsSettled(t *testing.T) {
+	lim := newLimiter(t, map[string]string{"db": "1000ms/1m"})
+	id := testenv.Prefix(t)
+	g := New(access.Settings{}, lim, func(context.Context) (string, string) { return id, "" }, nil)
+	var meter time.Duration
+	g.DBTime = func(context.Context) time.Duration { return meter }
+	p, err := g.Admit(context.Background(), Ask{Policy: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Header().Get("RateLimit-Remaining"); got != "999" {
+		t.Errorf("RateLimit-Remaining at admission = %q, want 999 (1 ms reserved)", got)
+	}
+	meter += 30 * time.Millisecond
+	p.Settle()
+	if got := p.Header().Get("RateLimit-Remaining"); got != "970" {
+		t.Errorf("RateLimit-Remaining once settled = %q, want 970", got)
+	}
+	p.Done()
+	if got := usedOf(t, lim, "db", id); got != 30 {
+		t.Errorf("used %d ms after Settle and Done, want 30 (settled once)", got)
+	}
+}

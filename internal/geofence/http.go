@@ -130,6 +130,8 @@ func (h *Handler) Within(c *gin.Context) {
 	}
 	body := collection(page.Features, true, nextLink(c.Request.URL, next))
 	pass.Spent(gate.Usage{Bytes: len(body)})
+	pass.Settle() // the answer is whole: its headers show the budget as settled
+	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, geoJSON, body)
 }
 
@@ -203,6 +205,8 @@ func (h *Handler) List(c *gin.Context) {
 	}
 	body := collection(fs, false, nextLink(c.Request.URL, next))
 	pass.Spent(gate.Usage{Bytes: len(body)})
+	pass.Settle() // the answer is whole: its headers show the budget as settled
+	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, geoJSON, body)
 }
 
@@ -372,6 +376,8 @@ func (h *Handler) Contains(c *gin.Context) {
 	}
 	b = append(b, "]}"...)
 	pass.Spent(gate.Usage{Bytes: len(b)})
+	pass.Settle() // the answer is whole: its headers show the budget as settled
+	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, "application/json", b)
 }
 
@@ -425,6 +431,8 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 	}
 	b = append(b, "]}"...)
 	pass.Spent(gate.Usage{Bytes: len(b)})
+	pass.Settle() // the answer is whole: its headers show the budget as settled
+	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, "application/json", b)
 }
 

@@ -319,6 +319,8 @@ func (donePass) Header() http.Header { return nil }
 
 func (donePass) Spent(gate.Usage) {}
 
+func (donePass) Settle() {}
+
 func (d donePass) Done() {
 	for _, f := range d {
 		if f != nil {
