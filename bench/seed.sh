@@ -83,7 +83,7 @@ trap cleanup EXIT
 
 # Both sides get the same PostgreSQL pool, sized for the machine's cores.
 pool=${SEED_POOL:-8}
-DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s RATELIMIT_FEATURES=100000/1s LOG_LEVEL=warn DB_MAX_CONNS=$pool DB_MIN_CONNS=$pool \
+DATABASE_URL=$db_url REDIS_URL=$REDIS_URL RATELIMIT_GEOFENCE=100000/1s RATELIMIT_FEATURES=100000/1s RATELIMIT_DATABASE=1000000000ms/1s LOG_LEVEL=warn DB_MAX_CONNS=$pool DB_MIN_CONNS=$pool \
   PPROF_ADDR=$pprof_addr bin/api serve --port "$api_port" >/dev/null 2>"$res/seed-api.log" &
 pids+=($!)
 DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_LIMIT=1000000000 SEED_WINDOW_MS=1000 SEED_POOL=$pool \

@@ -82,7 +82,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string) error {
 	defer hook.close()
 	base, stop, err := apiproc.Start(apiBin, []string{
 		"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL,
-		"RATELIMIT_POSITIONS=100000000/1s", "RATELIMIT_EVENTS=100000/1s", "RATELIMIT_DELIVERIES=100000/1s",
+		"RATELIMIT_POSITIONS=100000000/1s", "RATELIMIT_EVENTS=100000/1s", "RATELIMIT_DELIVERIES=100000/1s", "RATELIMIT_DATABASE=1000000000ms/1s",
 		"LOG_LEVEL=warn", "DB_MAX_CONNS=" + fmt.Sprint(2*b.conc+4), "EVENTS_DELIVERY_PER_SUBSCRIPTION=16", "EVENTS_ALLOW_PRIVATE_WEBHOOKS=true",
 	})
 	if err != nil {

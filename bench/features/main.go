@@ -115,6 +115,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 	b.env = map[string]string{
 		"DATABASE_URL": dbURL, "REDIS_URL": redisURL,
 		"RATELIMIT_FEATURES":  "100000/1s", // the exact log's largest window; a page of 1,000 costs 10
+		"RATELIMIT_DATABASE":  "1000000000ms/1s",
 		"FEATURES_CURSOR_KEY": "geogate-bench-features-cursor-key",
 		"DB_MAX_CONNS":        strconv.Itoa(b.apiPool), "DB_MIN_CONNS": strconv.Itoa(b.apiPool),
 		"LOG_LEVEL":        "warn", // no access log line per request

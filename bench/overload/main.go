@@ -128,7 +128,7 @@ func startSides(c config, dbURL string) ([]side, func(), error) {
 		"DB_MAX_CONNS=8", "DB_MIN_CONNS=8",
 		// Each heavy key stays within its limits: the point is that the
 		// sum, not any one caller, is too much for the database.
-		"RATELIMIT_GEOFENCE=100000/1s", "RATELIMIT_FEATURES=100000/1s", "RATELIMIT_TILES=100000/1s",
+		"RATELIMIT_GEOFENCE=100000/1s", "RATELIMIT_FEATURES=100000/1s", "RATELIMIT_TILES=100000/1s", "RATELIMIT_DATABASE=1000000000ms/1s",
 		// Every tile is a render: the tiles are meant to load PostgreSQL.
 		"TILES_CACHE=false", "TILES_MEMORY_CACHE_MB=0",
 		// Both services accept the cursors of the items pages.

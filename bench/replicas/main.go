@@ -58,7 +58,7 @@ func run(server, replicaServer, redisURL, bin, concs string, dur time.Duration, 
 	if err := caughtUp(ctx, dbURL, replicaURL); err != nil {
 		return err
 	}
-	common := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "RATELIMIT_GEOFENCE=100000/1s",
+	common := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "RATELIMIT_GEOFENCE=100000/1s", "RATELIMIT_DATABASE=1000000000ms/1s",
 		"DB_MAX_CONNS=8", "DB_MIN_CONNS=8", "LOG_LEVEL=warn", "MIGRATE_ON_START=false"}
 	primaryOnly, stopA, err := apiproc.Start(bin, common)
 	if err != nil {
