@@ -1,47 +1,25 @@
 package main
 
-import (
-	"net/http"
-	"slices"
-	"strings"
-	"sync"
-	"time"
+import "strings"
 
-	"github.com/gin-gonic/gin"
-
-	"github.com/geogate/geogate/internal/auth"
-	"github.com/geogate/geogate/internal/gate"
-	"github.com/geogate/geogate/internal/httpx"
-	"github.com/geogate/geogate/internal/ratelimit"
-)
-
-// quotas serves GET /rate_limit: every rate-limit policy that applies to
-// the caller, named by the routes it guards, with what the caller has
-// used of each window and what remains, read without spending any of it.
-type quotas struct {
-	s *services
-	// guards lists the routes that spend each policy, in routes() order;
-	// layerRoutes those that read a layer (gate.Spend.Layers), whose own
-	// policy, when the layer file gives it one, they spend instead.
-	guards      map[string][]string
-	layerRoutes []string
-}
-
-// guardedBy fills q's route lists from rs.
-func (q *quotas) guardedBy(rs []route) {
-	q.guards = map[string][]string{}
+// guardedBy is, from the route table rs, the routes that spend each
+// policy and those that read a layer (gate.Spend.Layers), for
+// GET /rate_limit.
+func guardedBy(rs []route) (guards map[string][]string, layerRoutes []string) {
+	guards = map[string][]string{}
 	for _, rt := range rs {
 		if rt.policy == ungated {
 			continue
 		}
 		name := rt.method + " " + templatePath(rt.path)
 		for _, p := range rt.policy.Policies() {
-			q.guards[p] = append(q.guards[p], name)
+			guards[p] = append(guards[p], name)
 		}
 		if rt.policy.Layers {
-			q.layerRoutes = append(q.layerRoutes, name)
+			layerRoutes = append(layerRoutes, name)
 		}
 	}
+	return guards, layerRoutes
 }
 
 // templatePath writes a Gin path as the API description does:
@@ -56,130 +34,3 @@ func templatePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// The answer of GET /rate_limit.
-type (
-	quotaAnswer struct {
-		Identity string        `json:"identity"`
-		Tier     *string       `json:"tier"`
-		Policies []policyQuota `json:"policies"`
-	}
-	policyQuota struct {
-		Policy string `json:"policy"`
-		// Unit is what the windows count: requests or db-ms.
-		Unit   string   `json:"unit"`
-		Routes []string `json:"routes"`
-		// Layers are the layers (the caller may read) that spend this
-		// policy on the routes that read them.
-		Layers      []string          `json:"layers,omitempty"`
-		Windows     []windowQuota     `json:"windows"`
-		Concurrency *concurrencyQuota `json:"concurrency,omitempty"`
-		Shadow      bool              `json:"shadow,omitempty"`
-		Counted     string            `json:"counted"`
-	}
-	windowQuota struct {
-		Name      string     `json:"name"`
-		Limit     int        `json:"limit"`
-		Window    int64      `json:"window"`
-		Calendar  string     `json:"calendar,omitempty"`
-		Timezone  string     `json:"timezone,omitempty"`
-		Used      int        `json:"used"`
-		Remaining int        `json:"remaining"`
-		Reset     int64      `json:"reset"`
-		ResetsAt  *time.Time `json:"resets_at,omitempty"`
-	}
-	concurrencyQuota struct {
-		Limit     int `json:"limit"`
-		InFlight  int `json:"in_flight"`
-		Remaining int `json:"remaining"`
-	}
-)
-
-func (q *quotas) serve(c *gin.Context) {
-	p, err := q.s.gate.Admit(c.Request.Context(), gate.Ask{})
-	if !httpx.Admitted(c, p, err) {
-		return
-	}
-	defer p.Done()
-	ctx := c.Request.Context()
-	id := auth.FromContext(ctx)
-	identity := id.LimitKey()
-	// A layer's own policy applies to the caller only through layers it
-	// may read; the others stay unnamed, as everywhere else.
-	layers := map[string][]string{}
-	for layer, rule := range q.s.access.Layers {
-		if rule.Policy != "" && q.s.access.Check(ctx, layer) == nil {
-			layers[rule.Policy] = append(layers[rule.Policy], layer)
-		}
-	}
-	var names []string
-	for p := range q.guards {
-		names = append(names, p)
-	}
-	for p := range layers {
-		if _, ok := q.guards[p]; !ok {
-			names = append(names, p)
-		}
-	}
-	slices.Sort(names)
-	usage := make([]ratelimit.Usage, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, p := range names {
-		wg.Go(func() {
-			usage[i], errs[i] = q.s.limiter.Usage(ctx, ratelimit.Request{Policy: p, Identity: identity, Tier: id.Tier})
-		})
-	}
-	wg.Wait()
-	ans := quotaAnswer{Identity: identity, Policies: make([]policyQuota, len(names))}
-	if id.Tier != "" {
-		ans.Tier = &id.Tier
-	}
-	for i, p := range names {
-		if errs[i] != nil {
-			httpx.Abort(c, errs[i])
-			return
-		}
-		u := usage[i]
-		pq := policyQuota{Policy: p, Unit: q.unitName(p), Routes: q.guards[p], Windows: []windowQuota{}, Shadow: u.Shadow, Counted: u.Backend}
-		if ls := layers[p]; len(ls) > 0 {
-			slices.Sort(ls)
-			pq.Layers = ls
-			for _, r := range q.layerRoutes {
-				if !slices.Contains(pq.Routes, r) {
-					pq.Routes = append(pq.Routes, r)
-				}
-			}
-		}
-		for _, w := range u.Windows {
-			wq := windowQuota{Name: w.Name, Limit: w.Limit, Window: seconds(w.Period), Used: w.Used, Remaining: w.Remaining, Reset: seconds(w.Reset)}
-			if w.Calendar != "" {
-				ends := w.Ends
-				wq.Calendar, wq.Timezone, wq.ResetsAt = string(w.Calendar), ends.Location().String(), &ends
-			}
-			pq.Windows = append(pq.Windows, wq)
-		}
-		if u.Concurrency > 0 {
-			pq.Concurrency = &concurrencyQuota{Limit: u.Concurrency, InFlight: u.InFlight, Remaining: max(0, u.Concurrency-u.InFlight)}
-		}
-		ans.Policies[i] = pq
-	}
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, ans)
-}
-
-// seconds rounds d up to whole seconds, as the RateLimit headers do.
-func seconds(d time.Duration) int64 {
-	s := int64(d / time.Second)
-	if d%time.Second > 0 {
-		s++
-	}
-	return s
-}
-
-// unitName is how /rate_limit names what a policy's windows count.
-func (q *quotas) unitName(policy string) string {
-	if p, ok := q.s.limiter.Policy(policy); ok && p.Unit() == ratelimit.DBTime {
-		return "db-ms"
-	}
-	return "requests"
-}

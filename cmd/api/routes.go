@@ -84,7 +84,6 @@ var (
 // routes lists every route of the service.
 func routes(s *services) []route {
 	geo, t, docs, f, ev, ad := s.geofence, s.tiles, s.docs, s.features, s.events, s.admin
-	q := &quotas{s: s}
 	rs := []route{
 		{"GET", "/healthz", public, ungated, s.health.Live},
 		{"GET", "/readyz", public, ungated, s.health.Ready},
@@ -99,9 +98,9 @@ func routes(s *services) []route {
 		{"GET", "/redoc", anyone, ungated, docs.Redoc},
 		{"GET", "/docs/assets/*filepath", anyone, ungated, docs.Asset},
 
-		{"GET", "/layers", anyone, free, s.layers},
+		{"GET", "/layers", anyone, free, s.layers.List},
 		// The caller's quotas: reading them spends none, only rate-limit.
-		{"GET", "/rate_limit", anyone, spendRateLimit, q.serve},
+		{"GET", "/rate_limit", anyone, spendRateLimit, s.quotas.Serve},
 
 		{"GET", "/within", auth.ScopeProximityRead, spendGeofence, geo.Within},
 		{"GET", "/geofences", auth.ScopeGeofencesRead, spendGeofence, geo.List},
@@ -172,7 +171,6 @@ func routes(s *services) []route {
 		{"POST", "/admin/dead-letters/:id/replay", auth.ScopeAdmin, ungated, s.dead.Replay},
 		{"DELETE", "/admin/dead-letters/:id", auth.ScopeAdmin, ungated, s.dead.Drop},
 	}
-	q.guardedBy(rs)
 	return rs
 }
 
@@ -183,6 +181,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 	r := httpx.NewRouter(log, httpx.NewMetrics(s.registry), cfg.Server.TrustedProxies)
 	r.Use(httpx.CORS(cfg.Server.CORSOrigins, []string{"RateLimit", "RateLimit-Policy", "RateLimit-Limit",
 		"RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-Request-ID", "X-Cache", "ETag", "Link"}))
+	s.quotas.Guarded(guardedBy(rs))
 	authn := authenticate(s.authn)
 	for _, rt := range rs {
 		var chain []gin.HandlerFunc

@@ -24,7 +24,6 @@ import (
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/health"
-	"github.com/geogate/geogate/internal/httpx"
 	"github.com/geogate/geogate/internal/limits"
 	"github.com/geogate/geogate/internal/openapi"
 	"github.com/geogate/geogate/internal/pg"
@@ -44,7 +43,9 @@ type services struct {
 	// floors hold each identity's read floor; nil without replicas.
 	floors   *freshness.Floors
 	health   *health.Handler
+	quotas   *limits.Quotas
 	catalog  *catalog.Catalog
+	layers   *catalog.Handler
 	docs     *openapi.Docs
 	geofence *geofence.Handler
 	tiles    *tiles.Handler
@@ -108,6 +109,8 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	if s.catalog, err = catalog.Open(ctx, d.db, cfg.Catalog, log); err != nil {
 		return nil, err
 	}
+	s.layers = catalog.NewHandler(s.catalog, s.gate)
+	s.quotas = limits.NewQuotas(s.gate, s.access, s.limiter)
 	s.health = health.New(cfg.Redis.Timeout*4, map[string]health.Check{
 		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
@@ -171,16 +174,6 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 // metrics serves the Prometheus registry.
 func (s *services) metrics() gin.HandlerFunc {
 	return gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-}
-
-// layers serves GET /layers: the layers the caller may read.
-func (s *services) layers(c *gin.Context) {
-	p, err := s.gate.Admit(c.Request.Context(), gate.Ask{})
-	if !httpx.Admitted(c, p, err) {
-		return
-	}
-	defer p.Done()
-	s.catalog.List(s.gate.Readable, auth.ScopeOf)(c)
 }
 
 // dbTime is the database time the request of ctx has used so far, as its

@@ -4,9 +4,10 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/gate"
+	"github.com/geogate/geogate/internal/httpx"
 	"github.com/gin-gonic/gin"
-
-	"github.com/geogate/geogate/internal/spatial"
 )
 
 // LayerInfo is one entry of GET /layers.
@@ -75,17 +76,46 @@ func Info(l *Layer) LayerInfo {
 	return li
 }
 
-// List serves GET /layers: every layer that readable says the request's
-// caller may read (nil: every layer). A caller with a spatial scope (scope
-// may be nil) sees bounds cut to it and no row estimates, which describe
-// the whole layer.
-func (c *Catalog) List(readable func(ctx context.Context, id string) bool, scope func(context.Context) *spatial.Scope) gin.HandlerFunc {
+// Gate is what the layer list asks of the service's gate (gate.Gate):
+// to admit the request, and which layers its caller may read.
+type Gate interface {
+	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
+	Readable(ctx context.Context, layer string) bool
+}
+
+// Handler serves GET /layers from the catalog.
+type Handler struct {
+	cat  *Catalog
+	gate Gate
+}
+
+// NewHandler returns the layer list of c, each request admitted by g
+// (nil: gate.Open()).
+func NewHandler(c *Catalog, g Gate) *Handler {
+	if g == nil {
+		g = gate.Open()
+	}
+	return &Handler{cat: c, gate: g}
+}
+
+// List serves GET /layers: every layer the caller may read. A caller with
+// a spatial scope (auth.ScopeOf) sees bounds cut to it and no row
+// estimates, which describe the whole layer.
+func (h *Handler) List(g *gin.Context) {
+	p, err := h.gate.Admit(g.Request.Context(), gate.Ask{})
+	if !httpx.Admitted(g, p, err) {
+		return
+	}
+	defer p.Done()
+	h.cat.list(h.gate.Readable)(g)
+}
+
+// list serves the layers that readable says the request's caller may
+// read (nil: every layer).
+func (c *Catalog) list(readable func(ctx context.Context, id string) bool) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		ctx := g.Request.Context()
-		var sc *spatial.Scope
-		if scope != nil {
-			sc = scope(ctx)
-		}
+		sc := auth.ScopeOf(ctx)
 		out := []LayerInfo{}
 		for _, l := range c.Layers() {
 			if readable != nil && !readable(ctx, l.ID) {

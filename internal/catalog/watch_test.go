@@ -89,7 +89,7 @@ func TestListLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httpx.NewRouter(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, httpx.TrustedProxies{})
-	r.GET("/layers", c.List(nil, nil))
+	r.GET("/layers", NewHandler(c, nil).List)
 	h := contract.Wrap(t, r, openapi.Limits{})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/layers", nil))

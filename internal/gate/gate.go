@@ -430,7 +430,7 @@ func (p *pass) Done() {
 func (p *pass) refund() {
 	ctx := context.WithoutCancel(p.ctx)
 	for _, ch := range p.charges {
-		if err := p.g.limiter.Settle(ctx, ch.decision, 0); err != nil {
+		if err := p.g.limiter.Refund(ctx, ch.decision); err != nil {
 			p.g.log.Warn("gate: a refused request's reservation was not refunded", "policy", ch.policy, "err", err.Error())
 		}
 	}

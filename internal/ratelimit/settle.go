@@ -42,6 +42,17 @@ type reservation struct {
 // reservation. A settle that Redis cannot take is dropped, and the
 // reservation stands.
 func (l *Limiter) Settle(ctx context.Context, d Decision, actual int) error {
+	return l.settle(ctx, d, actual, false)
+}
+
+// Refund takes back all an admitted decision charged, for a request
+// refused by another policy it also needed: its units, and its admission
+// in the day's tally, as if it had never been decided.
+func (l *Limiter) Refund(ctx context.Context, d Decision) error {
+	return l.settle(ctx, d, 0, true)
+}
+
+func (l *Limiter) settle(ctx context.Context, d Decision, actual int, refund bool) error {
 	r := d.res
 	if r == nil || d.Limited || actual < 0 || actual == r.cost {
 		return nil
@@ -58,7 +69,7 @@ func (l *Limiter) Settle(ctx context.Context, d Decision, actual int) error {
 			return fmt.Errorf("%w %q", ErrUnknownPolicy, r.policy)
 		}
 		_, _, err := l.onRedis(ctx, p, func(ctx context.Context) error {
-			return l.redis.settle(ctx, r, delta, at)
+			return l.redis.settle(ctx, r, delta, at, refund)
 		})
 		return err
 	}
@@ -67,7 +78,7 @@ func (l *Limiter) Settle(ctx context.Context, d Decision, actual int) error {
 
 // settle runs settle.lua for r at time at (microseconds; 0: the Redis
 // clock).
-func (s *redisStore) settle(ctx context.Context, r *reservation, delta int, at int64) error {
+func (s *redisStore) settle(ctx context.Context, r *reservation, delta int, at int64, refund bool) error {
 	keys := make([]string, 1, 1+len(r.quotas))
 	keys[0] = r.key
 	for _, q := range r.quotas {
@@ -76,6 +87,9 @@ func (s *redisStore) settle(ctx context.Context, r *reservation, delta int, at i
 	tallied := "0"
 	if r.tally != "" {
 		keys, tallied = append(keys, r.tally), "1"
+		if refund {
+			tallied = "2"
+		}
 	}
 	var longest int64
 	for _, w := range r.set.slide {

@@ -12,7 +12,9 @@
 -- ARGV[6]  the longest sliding period in microseconds
 -- ARGV[7]  the time in microseconds, or "" to read the Redis clock (TIME)
 -- ARGV[8]  "1" when KEYS[#KEYS] is the day's tally the reservation was
---          counted in (log.lua), whose units (field u) move by delta too
+--          counted in (log.lua), whose units (field u) move by delta too;
+--          "2" for a refund of a request refused by another policy, which
+--          also takes its admission back out of the tally (field a)
 -- ARGV[9..] the sliding windows' periods in microseconds (counter)
 --
 -- The true cost counts where the reservation did, at the time the request
@@ -36,7 +38,7 @@ local prefix = ARGV[3]
 local cost = tonumber(ARGV[4])
 local at = tonumber(ARGV[5])
 local longest = tonumber(ARGV[6])
-local tallied = ARGV[8] == '1'
+local tallied = ARGV[8] ~= '0'
 local quotaKeys = #KEYS
 if tallied then quotaKeys = #KEYS - 1 end
 local now
@@ -116,5 +118,6 @@ for j = 2, quotaKeys do
 end
 if tallied and redis.call('EXISTS', KEYS[#KEYS]) == 1 then
   if redis.call('HINCRBY', KEYS[#KEYS], 'u', delta) < 0 then redis.call('HSET', KEYS[#KEYS], 'u', 0) end
+  if ARGV[8] == '2' and redis.call('HINCRBY', KEYS[#KEYS], 'a', -1) < 0 then redis.call('HSET', KEYS[#KEYS], 'a', 0) end
 end
 return 1

@@ -59,7 +59,7 @@ func TestSettleBound(t *testing.T) {
 						continue
 					}
 					delta := f.true - f.reserved
-					if err := rs.settle(context.Background(), f.redis, delta, f.ends); err != nil {
+					if err := rs.settle(context.Background(), f.redis, delta, f.ends, false); err != nil {
 						t.Fatal(err)
 					}
 					ls.settle(f.local, delta, f.ends)

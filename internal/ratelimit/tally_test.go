@@ -207,3 +207,27 @@ func TestTallySpentAsSettled(t *testing.T) {
 		t.Errorf("Tallies = %+v, want 3 admitted that spent 11", got)
 	}
 }
+
+// TestRefundLeavesNoTally: a decision refunded because another policy
+// refused its request is taken back out of the day's tally, units and
+// admission alike.
+func TestRefundLeavesNoTally(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	l := tallyLimiter(t, rdb, 2)
+	id := "key:" + testenv.Prefix(t)
+	d, err := l.Allow(ctx, "p", id, 2)
+	if err != nil || !d.Allowed {
+		t.Fatalf("Allow = %+v, %v", d, err)
+	}
+	if err := l.Refund(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Tallies(ctx, id, 1); err != nil || len(got) != 0 {
+		t.Errorf("Tallies after a refund = %+v, %v; want none", got, err)
+	}
+	u, err := l.Usage(ctx, Request{Policy: "p", Identity: id})
+	if err != nil || u.Windows[0].Used != 0 {
+		t.Errorf("used after a refund = %+v, %v; want 0", u, err)
+	}
+}
