@@ -33,4 +33,3 @@ func templatePath(p string) string {
 	}
 	return strings.Join(parts, "/")
 }
-
