@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/freshness"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
 )
@@ -44,5 +45,14 @@ func gated(g *gate.Gate, name string, s gate.Spend) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(ctx)
 		c.Next()
 		g.Finish(rt, c.Writer.Status())
+	}
+}
+
+// readFloor lets the reads of each request that may go to a replica find
+// its caller's read floor (freshness.Floors.Reads).
+func readFloor(f *freshness.Floors) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(f.Reads(c.Request.Context()))
+		c.Next()
 	}
 }

@@ -201,7 +201,7 @@ func newRouter(cfg config.Config, log *slog.Logger, s *services, rs []route) (*g
 			chain = append(chain, gated(s.gate, rt.method+" "+templatePath(rt.path), rt.policy))
 		}
 		if s.floors != nil && rt.scope != public && rt.scope != nobody {
-			chain = append(chain, s.readFloor)
+			chain = append(chain, readFloor(s.floors))
 		}
 		if rt.scope != public && rt.scope != nobody {
 			chain = append(chain, fairCaller(cfg.FairShare.Settings), meterDB)

@@ -139,7 +139,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		if err := tileSvc.Commit(ctx); err != nil {
 			log.Warn("tile versions not published after a write", "err", err.Error())
 		}
-		s.raiseFloor(ctx, d.replicas, log)
+		s.floors.Wrote(ctx, d.replicas, log)
 	}
 	geo := geofence.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Queue: fair}, s.catalog, cfg.Geofence, committed)
 	s.geofence = geofence.NewHandler(geo, cfg.Geofence, geofence.Access{Gate: s.gate})
@@ -183,34 +183,6 @@ func dbTime(ctx context.Context) time.Duration {
 		return m.DB()
 	}
 	return 0
-}
-
-// raiseFloor makes the primary's position now the read floor of the
-// caller of ctx, after its write committed: its later reads, through any
-// replica of geogate, go only where the write has been replayed.
-func (s *services) raiseFloor(ctx context.Context, r *pg.Replicas, log *slog.Logger) {
-	if s.floors == nil {
-		return
-	}
-	lsn, err := r.CurrentLSN(ctx)
-	if err == nil {
-		err = s.floors.Raise(ctx, auth.FromContext(ctx).LimitKey(), lsn)
-	}
-	if err != nil {
-		log.Warn("read floor not raised after a write; the writer's next reads may miss it for up to DB_REPLICA_MAX_LAG", "err", err.Error())
-	}
-}
-
-// readFloor lets the reads of the request that may go to a replica find
-// the caller's read floor, looked up on the first of them.
-func (s *services) readFloor(c *gin.Context) {
-	if s.floors != nil {
-		ctx := c.Request.Context()
-		c.Request = c.Request.WithContext(pg.WithMinLSNFunc(ctx, func() uint64 {
-			return s.floors.Of(ctx, auth.FromContext(ctx).LimitKey())
-		}))
-	}
-	c.Next()
 }
 
 // keyIdentity is the limiter's identity of API key id.

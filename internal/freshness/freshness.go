@@ -10,10 +10,13 @@ package freshness
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,4 +67,32 @@ func (f *Floors) Of(ctx context.Context, identity string) uint64 {
 		return math.MaxUint64
 	}
 	return n
+}
+
+// Reads returns ctx for a request whose reads may go to a replica: the
+// first of them looks its caller's floor up (pg.WithMinLSNFunc). On nil
+// Floors (no replicas), ctx itself.
+func (f *Floors) Reads(ctx context.Context) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return pg.WithMinLSNFunc(ctx, func() uint64 { return f.Of(ctx, auth.FromContext(ctx).LimitKey()) })
+}
+
+// Wrote makes the primary's position now (r.CurrentLSN) the read floor
+// of the caller of ctx, after its write committed: its later reads,
+// through any replica of geogate, go only where the write has been
+// replayed. A floor that cannot be raised is logged, not returned: the
+// write has been answered. On nil Floors it does nothing.
+func (f *Floors) Wrote(ctx context.Context, r *pg.Replicas, log *slog.Logger) {
+	if f == nil {
+		return
+	}
+	lsn, err := r.CurrentLSN(ctx)
+	if err == nil {
+		err = f.Raise(ctx, auth.FromContext(ctx).LimitKey(), lsn)
+	}
+	if err != nil {
+		log.Warn("read floor not raised after a write; the writer's next reads may miss it for up to DB_REPLICA_MAX_LAG", "err", err.Error())
+	}
 }
