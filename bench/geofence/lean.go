@@ -113,7 +113,7 @@ func gatedWithin(rdb redis.UniversalClient, svc *geofence.Service) (gin.HandlerF
 	if err != nil {
 		return nil, err
 	}
-	g := gate.New(access.Settings{}, lim, nil, nil)
+	g := gate.New(access.Settings{}, lim, nil)
 	g.DBTime = func(ctx context.Context) time.Duration { return pg.MeterOf(ctx).DB() }
 	h := geofence.NewHandler(svc, benchSettings(), geofence.Access{Gate: g})
 	spend := gate.Spend{Policy: "geofence", Database: "database", Layers: true}

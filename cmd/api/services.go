@@ -90,7 +90,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.limiter.Close)
-	s.gate = gate.New(s.access, s.limiter, nil, log)
+	s.gate = gate.New(s.access, s.limiter, log)
 	s.gate.DBTime = dbTime
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "geogate_gate_estimates",

@@ -69,7 +69,7 @@ func TestDeliveryPerSubscriberLimit(t *testing.T) {
 	}
 	t.Cleanup(limiter.Close)
 	reg := prometheus.NewRegistry()
-	run(t, f.pool, quick, gate.New(access.Settings{}, limiter, nil, nil), delivery.NewMetrics(reg))
+	run(t, f.pool, quick, gate.New(access.Settings{}, limiter, nil), delivery.NewMetrics(reg))
 	hog, other := newReceiver(t), newReceiver(t)
 	prefix := testenv.Prefix(t)
 	hogSub := f.subscribe(t, "key:"+prefix+"-hog", hog.url())

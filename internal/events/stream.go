@@ -151,8 +151,8 @@ func (s *stream) run(ctx context.Context) {
 // catchUp sends every event after the cursor; false ends the stream.
 func (s *stream) catchUp(ctx context.Context) bool {
 	for {
-		n, more, ok := s.read(ctx)
-		if !ok || n == 0 || !more {
+		more, ok := s.read(ctx)
+		if !ok || !more {
 			return ok
 		}
 	}
@@ -160,20 +160,21 @@ func (s *stream) catchUp(ctx context.Context) bool {
 
 // read sends one page of the events after the cursor, as a request of
 // its own: the gate admits it and charges what it read and sent, under
-// the route's policies. A read the gate refuses waits out its
-// Retry-After, the stream kept open; false ends the stream.
-func (s *stream) read(ctx context.Context) (sent int, more, ok bool) {
+// the route's policies. more says a full page was sent: there may be
+// more behind it. A read the gate refuses waits out its Retry-After, the
+// stream kept open; ok false ends the stream.
+func (s *stream) read(ctx context.Context) (more, ok bool) {
 	if time.Now().Before(s.until) {
-		return 0, false, true
+		return false, true
 	}
 	pass, err := s.h.gate.Admit(ctx, gate.Ask{})
 	if err != nil {
 		var refused *apperr.Error
 		if !errors.As(err, &refused) || refused.Kind != apperr.RateLimited {
-			return 0, false, ctx.Err() == nil && apperr.KindOf(err) == apperr.Unavailable
+			return false, ctx.Err() == nil && apperr.KindOf(err) == apperr.Unavailable
 		}
 		s.until = time.Now().Add(max(time.Second, refused.RetryAfter))
-		return 0, false, true
+		return false, true
 	}
 	defer pass.Done()
 	evs, err := s.h.svc.Events(ctx, s.owner, s.sub, s.after, s.h.svc.s.MaxPage)
@@ -181,20 +182,19 @@ func (s *stream) read(ctx context.Context) (sent int, more, ok bool) {
 		if ctx.Err() == nil && apperr.KindOf(err) != apperr.NotFound {
 			s.log.Warn("event stream ended", "subscription", s.sub, "err", err.Error())
 		}
-		return 0, false, false
+		return false, false
 	}
 	bytes := 0
 	for _, e := range evs {
 		f := frame(e)
 		if !s.send(f) {
-			return sent, false, false
+			return false, false
 		}
 		bytes += len(f)
-		sent++
 		s.after = e.Seq
 	}
 	pass.Spent(gate.Usage{Bytes: bytes})
-	return sent, len(evs) == s.h.svc.s.MaxPage, true
+	return len(evs) == s.h.svc.s.MaxPage, true
 }
 
 // frame is e as one server-sent event.

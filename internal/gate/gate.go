@@ -101,10 +101,6 @@ func PageCost(features, bytes int) int {
 // runs: one unit per 100 it may return; PageCost settles it.
 func PageEstimate(limit int) int { return max(1, (limit+99)/100) }
 
-// Caller names who the request of ctx is limited as: the identity it is
-// counted under and the tier whose overrides apply.
-type Caller func(ctx context.Context) (identity, tier string)
-
 // limitedAs is who the caller of ctx is limited as: its identity's limit
 // key and tier.
 func limitedAs(ctx context.Context) (identity, tier string) {
@@ -116,7 +112,6 @@ func limitedAs(ctx context.Context) (identity, tier string) {
 type Gate struct {
 	rules   access.Settings
 	limiter *ratelimit.Limiter
-	caller  Caller
 	log     *slog.Logger
 	est     *estimates
 	// DBTime, when set, is the database time the request of ctx has
@@ -131,21 +126,18 @@ type Gate struct {
 
 // New returns the gate over the layer rules and the limiter. A nil
 // limiter admits every request the rules let through, for tests of one
-// capability and tools that run without limits. A nil caller charges
-// each request's identity (auth.FromContext).
-func New(rules access.Settings, lim *ratelimit.Limiter, caller Caller, log *slog.Logger) *Gate {
+// capability and tools that run without limits. Each request is charged
+// to its caller's identity (auth.FromContext), or to the one As names.
+func New(rules access.Settings, lim *ratelimit.Limiter, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
-	if caller == nil {
-		caller = limitedAs
-	}
-	return &Gate{rules: rules, limiter: lim, caller: caller, log: log, est: newEstimates()}
+	return &Gate{rules: rules, limiter: lim, log: log, est: newEstimates()}
 }
 
 // Open is a gate with no rules and no limits: every caller may read what
 // its own credentials allow, and nothing is counted.
-func Open() *Gate { return New(access.Settings{}, nil, nil, nil) }
+func Open() *Gate { return New(access.Settings{}, nil, nil) }
 
 // Check returns nil when the caller of ctx may read layer, else the 403
 // to answer, the same whether the layer exists or not. Listings use it to
@@ -191,7 +183,7 @@ func (g *Gate) Admit(ctx context.Context, a Ask) (Pass, error) {
 	if a.Policy == "" {
 		cached = rt.cachedPolicy(policy)
 	}
-	identity, tier := g.whoOf(ctx)
+	identity, tier := whoOf(ctx)
 	chs := g.charges(policy, cached, a)
 	if db := rt.database(a); db != "" && policy != Free {
 		chs = append(chs, g.budget(db, a))

@@ -21,7 +21,7 @@ func TestCharges(t *testing.T) {
 	g := New(access.Settings{Layers: map[string]access.Rule{
 		"roads":   {Policy: "heavy", Cost: 5},
 		"parcels": {Cost: 2},
-	}}, nil, nil, nil)
+	}}, nil, nil)
 	for _, tc := range []struct {
 		name string
 		ask  Ask
@@ -84,7 +84,7 @@ func admit(c *gin.Context, g *Gate, a Ask) (Pass, bool) {
 func TestRefusedLayerSameAnswer(t *testing.T) {
 	g := New(access.Settings{Layers: map[string]access.Rule{
 		"parcels": {Scopes: []string{"admin"}},
-	}}, nil, nil, nil)
+	}}, nil, nil)
 	for _, tc := range []struct {
 		name    string
 		write   bool

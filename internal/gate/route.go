@@ -132,10 +132,11 @@ func As(ctx context.Context, identity, tier string) context.Context {
 	return context.WithValue(ctx, asKey{}, asKey{identity, tier})
 }
 
-// whoOf is who the gate charges for the work of ctx.
-func (g *Gate) whoOf(ctx context.Context) (identity, tier string) {
+// whoOf is who the gate charges for the work of ctx: the identity As
+// named, else the caller's.
+func whoOf(ctx context.Context) (identity, tier string) {
 	if a, ok := ctx.Value(asKey{}).(asKey); ok {
 		return a.identity, a.tier
 	}
-	return g.caller(ctx)
+	return limitedAs(ctx)
 }

@@ -33,7 +33,7 @@ func TestPassSettlesWhatWasSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := testenv.Prefix(t)
-	g := New(access.Settings{}, lim, func(context.Context) (string, string) { return id, "" }, nil)
+	g := New(access.Settings{}, lim, nil)
 	// The request's meter: what its statements took, growing as they
 	// run; each request below spends spent of it.
 	var meter time.Duration
@@ -42,6 +42,7 @@ func TestPassSettlesWhatWasSpent(t *testing.T) {
 	serveAs := func(policy string, ask Ask, u Usage) {
 		t.Helper()
 		w := serve(g, nil, func(c *gin.Context) {
+			c.Request = c.Request.WithContext(As(c.Request.Context(), id, ""))
 			p, ok := admit(c, g, Ask{Layers: ask.Layers, Cost: ask.Cost, Policy: policy})
 			if !ok {
 				return
@@ -132,10 +133,10 @@ func TestMultiplierUnderDatabaseTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := testenv.Prefix(t)
-			g := New(rules, lim, func(context.Context) (string, string) { return id, "" }, nil)
+			g := New(rules, lim, nil)
 			var meter time.Duration
 			g.DBTime = func(context.Context) time.Duration { return meter }
-			p, err := g.Admit(context.Background(), Ask{Layers: tc.layers, Policy: "db"})
+			p, err := g.Admit(As(context.Background(), id, ""), Ask{Layers: tc.layers, Policy: "db"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,15 +155,15 @@ func TestRefusalSpendsNothing(t *testing.T) {
 	lim := newLimiter(t, map[string]string{"route": "100/1m", "heavy": "1/1m"})
 	rules := access.Settings{Layers: map[string]access.Rule{"roads": {Policy: "heavy"}}}
 	id := testenv.Prefix(t)
-	g := New(rules, lim, func(context.Context) (string, string) { return id, "" }, nil)
+	g := New(rules, lim, nil)
 	ask := Ask{Layers: []string{"places", "roads"}, Policy: "route"}
-	p, err := g.Admit(context.Background(), ask)
+	p, err := g.Admit(As(context.Background(), id, ""), ask)
 	if err != nil {
 		t.Fatalf("first request refused: %v", err)
 	}
 	p.Done()
 	for range 5 {
-		if _, err := g.Admit(context.Background(), ask); err == nil {
+		if _, err := g.Admit(As(context.Background(), id, ""), ask); err == nil {
 			t.Fatal("a request over heavy's limit was admitted")
 		}
 	}
@@ -179,8 +180,8 @@ func TestRefusalSpendsNothing(t *testing.T) {
 func TestCachedAndRenderedTogether(t *testing.T) {
 	lim := newLimiter(t, map[string]string{"tiles": "1/1m", "tiles-cached": "100/1m"})
 	id := testenv.Prefix(t)
-	g := New(access.Settings{}, lim, func(context.Context) (string, string) { return id, "" }, nil)
-	ctx, _ := WithRoute(context.Background(), "GET /tiles", Spend{Policy: "tiles", Cached: "tiles-cached", Layers: true})
+	g := New(access.Settings{}, lim, nil)
+	ctx, _ := WithRoute(As(context.Background(), id, ""), "GET /tiles", Spend{Policy: "tiles", Cached: "tiles-cached", Layers: true})
 	ask := Ask{Layers: []string{"roads"}, Cached: []string{"places"}}
 	for i := range 4 {
 		p, err := g.Admit(ctx, ask)
@@ -202,10 +203,10 @@ func TestCachedAndRenderedTogether(t *testing.T) {
 func TestHeaderAsSettled(t *testing.T) {
 	lim := newLimiter(t, map[string]string{"db": "1000ms/1m"})
 	id := testenv.Prefix(t)
-	g := New(access.Settings{}, lim, func(context.Context) (string, string) { return id, "" }, nil)
+	g := New(access.Settings{}, lim, nil)
 	var meter time.Duration
 	g.DBTime = func(context.Context) time.Duration { return meter }
-	p, err := g.Admit(context.Background(), Ask{Policy: "db"})
+	p, err := g.Admit(As(context.Background(), id, ""), Ask{Policy: "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
