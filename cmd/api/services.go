@@ -26,6 +26,7 @@ import (
 	"github.com/geogate/geogate/internal/health"
 	"github.com/geogate/geogate/internal/limits"
 	"github.com/geogate/geogate/internal/openapi"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/rdb"
@@ -154,17 +155,17 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
 		events.Rights{Access: s.gate.Check}, cfg.Events.Settings, events.NewMetrics(s.registry))
 	// One LISTEN per process wakes every live stream of events.
-	listener := &pg.Listener{Pool: d.db, Channels: []string{events.Channel}, Log: log,
+	listener := &pg.Listener{Pool: d.db, Channels: []string{outbox.EventsChannel}, Log: log,
 		Topic: "event stream (streams fall back to polling the outbox)"}
 	s.streams = events.NewHub(func() { listener.Run(ctx) })
 	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
 	s.events = events.NewHandler(ev, s.gate, cfg.Events.Rules, s.streams)
-	s.dead = delivery.NewHandler(delivery.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
+	s.dead = delivery.NewHandler(outbox.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
 	// Every replica delivers: leases keep them from sending an event
 	// twice at once, and the deliveries policy bounds each subscriber.
 	worker := delivery.New(d.db, cfg.Delivery, s.gate, delivery.NewMetrics(s.registry), log)
 	s.background.Go(func() { worker.Run(ctx) })
-	if keep := cfg.Events.PositionsRetention; keep > 0 {
+	if keep := cfg.Events.Keep; keep != (events.Keep{}) {
 		retention := events.NewRetention(d.db, keep, 0, s.registry, log)
 		s.background.Go(func() { retention.Run(ctx) })
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 	"github.com/geogate/geogate/internal/tiles"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // Config is every setting of the service and its commands.
@@ -228,11 +229,14 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.Features = loadFeatures(r, c.DB, c.Tiles.PublicURL)
 	c.DB.StatementTimeout = loadStatementTimeout(r, max(c.DB.QueryTimeout, c.Tiles.RenderTimeout))
 	c.FairShare = loadFairShare(r, c.DB)
-	c.Events = loadEvents(r)
-	// Whether webhooks may reach private networks is one setting, read
-	// once: subscriptions are checked by it when written, deliveries
-	// when they connect.
-	c.Delivery = loadDelivery(r, c.Events.Rules.AllowPrivate)
+	// Where webhooks may point is read once: subscriptions are checked
+	// by it when written, deliveries when they connect.
+	hooks := webhook.Rules{
+		AllowHTTP:    r.boolean("EVENTS_ALLOW_HTTP_WEBHOOKS", false),
+		AllowPrivate: r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
+	}
+	c.Events = loadEvents(r, hooks)
+	c.Delivery = loadDelivery(r, hooks)
 	if len(r.errs) > 0 {
 		return c, errors.New("bad configuration:\n  " + strings.Join(r.errs, "\n  "))
 	}

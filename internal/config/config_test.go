@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/geogate/geogate/internal/events"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -28,34 +30,42 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Redis.Pipeline != 16 {
 		t.Errorf("Redis.Pipeline = %d, want 16", c.Redis.Pipeline)
 	}
-	if c.Events.PositionsRetention != 0 {
-		t.Errorf("Events.PositionsRetention = %v, want 0 (kept for ever)", c.Events.PositionsRetention)
+	if c.Events.Keep != (events.Keep{}) {
+		t.Errorf("Events.Keep = %+v, want 0s (kept for ever)", c.Events.Keep)
 	}
 }
 
-func TestLoadPositionsRetention(t *testing.T) {
+func TestLoadRetention(t *testing.T) {
 	for _, tc := range []struct {
+		name string
 		in   string
 		want time.Duration
 		bad  bool
 	}{
-		{"720h", 720 * time.Hour, false},
-		{"0", 0, false},
-		{"-1h", 0, true},
-		{"a month", 0, true},
+		{"EVENTS_POSITIONS_RETENTION", "720h", 720 * time.Hour, false},
+		{"EVENTS_POSITIONS_RETENTION", "0", 0, false},
+		{"EVENTS_POSITIONS_RETENTION", "-1h", 0, true},
+		{"EVENTS_POSITIONS_RETENTION", "a month", 0, true},
+		{"EVENTS_RETENTION", "2160h", 2160 * time.Hour, false},
+		{"EVENTS_RETENTION", "0", 0, false},
+		{"EVENTS_RETENTION", "-5m", 0, true},
 	} {
 		c, err := Load(env(map[string]string{
 			"DATABASE_URL": "postgres://u@localhost/db", "REDIS_URL": "redis://localhost:6379/0",
-			"EVENTS_POSITIONS_RETENTION": tc.in,
+			tc.name: tc.in,
 		}))
 		if tc.bad {
-			if err == nil || !strings.Contains(err.Error(), "EVENTS_POSITIONS_RETENTION") {
-				t.Errorf("EVENTS_POSITIONS_RETENTION=%q: Load() error = %v, want one naming it", tc.in, err)
+			if err == nil || !strings.Contains(err.Error(), tc.name) {
+				t.Errorf("%s=%q: Load() error = %v, want one naming it", tc.name, tc.in, err)
 			}
 			continue
 		}
-		if err != nil || c.Events.PositionsRetention != tc.want {
-			t.Errorf("EVENTS_POSITIONS_RETENTION=%q: got %v, %v; want %v", tc.in, c.Events.PositionsRetention, err, tc.want)
+		got := c.Events.Keep.Positions
+		if tc.name == "EVENTS_RETENTION" {
+			got = c.Events.Keep.Events
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s=%q: got %v, %v; want %v", tc.name, tc.in, got, err, tc.want)
 		}
 	}
 }

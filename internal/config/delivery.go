@@ -4,11 +4,12 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/delivery"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
-// loadDelivery reads the settings of webhook delivery; allowPrivate is
-// EVENTS_ALLOW_PRIVATE_WEBHOOKS, as loadEvents read it.
-func loadDelivery(r *reader, allowPrivate bool) delivery.Settings {
+// loadDelivery reads the settings of webhook delivery; hooks are where
+// webhooks may point, as loadEvents was given them.
+func loadDelivery(r *reader, hooks webhook.Rules) delivery.Settings {
 	s := delivery.Settings{
 		Workers:         r.integer("EVENTS_DELIVERY_WORKERS", 16, 0, 10_000),
 		PerSubscription: r.integer("EVENTS_DELIVERY_PER_SUBSCRIPTION", 4, 1, 10_000),
@@ -19,7 +20,7 @@ func loadDelivery(r *reader, allowPrivate bool) delivery.Settings {
 		RetryMax:        r.duration("EVENTS_RETRY_MAX", 10*time.Minute),
 		Poll:            r.duration("EVENTS_DELIVERY_POLL", time.Second),
 		Policy:          PolicyDeliveries,
-		AllowPrivate:    allowPrivate,
+		Webhooks:        hooks,
 	}
 	// A lease shorter than a request would let a second worker send the
 	// event while the first still waits for its answer.

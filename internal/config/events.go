@@ -4,20 +4,25 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // Events are the settings of positions, subscriptions and their events.
 type Events struct {
 	events.Settings
 	Rules events.Rules
-	// PositionsRetention is how long positions are kept (0: for ever).
-	PositionsRetention time.Duration
+	// Keep is how long positions, and events delivered or pulled, are
+	// kept (0: for ever).
+	Keep events.Keep
 }
 
 // loadEvents reads the settings of positions and geofence events.
-func loadEvents(r *reader) Events {
+func loadEvents(r *reader, hooks webhook.Rules) Events {
 	return Events{
-		PositionsRetention: r.durationOrZero("EVENTS_POSITIONS_RETENTION", 0),
+		Keep: events.Keep{
+			Positions: r.durationOrZero("EVENTS_POSITIONS_RETENTION", 0),
+			Events:    r.durationOrZero("EVENTS_RETENTION", 0),
+		},
 		Settings: events.Settings{
 			MaxBatch:             r.integer("EVENTS_MAX_BATCH", 1000, 1, 100_000),
 			MaxSkew:              r.duration("EVENTS_MAX_CLOCK_SKEW", 5*time.Minute),
@@ -27,8 +32,7 @@ func loadEvents(r *reader) Events {
 		Rules: events.Rules{
 			MaxBodyBytes: int64(r.integer("EVENTS_MAX_BODY_BYTES", 1<<20, 1<<10, 1<<30)),
 			SecretGrace:  r.duration("EVENTS_SECRET_GRACE", 24*time.Hour),
-			AllowHTTP:    r.boolean("EVENTS_ALLOW_HTTP_WEBHOOKS", false),
-			AllowPrivate: r.boolean("EVENTS_ALLOW_PRIVATE_WEBHOOKS", false),
+			Webhooks:     hooks,
 			Stream: events.StreamTiming{
 				Heartbeat: r.duration("EVENTS_STREAM_HEARTBEAT", 15*time.Second),
 				Poll:      r.duration("EVENTS_STREAM_POLL", 5*time.Second),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/gate"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
@@ -23,7 +24,7 @@ const laneLength = 16
 // through, the device's next event, if due, is leased in the same round
 // trip and sent next: a device with a queue is served at the pace of its
 // receiver, without a claim per event.
-func (w *Worker) deliver(ctx context.Context, c claimed) {
+func (w *Worker) deliver(ctx context.Context, c outbox.Lease) {
 	w.m.inFlight.Inc()
 	defer w.m.inFlight.Dec()
 	for n := 1; ; n++ {
@@ -37,10 +38,10 @@ func (w *Worker) deliver(ctx context.Context, c claimed) {
 
 // deliverOne sends c and records the outcome; with more, a success also
 // leases the device's next due event, which it returns.
-func (w *Worker) deliverOne(ctx context.Context, c claimed, more bool) (claimed, bool) {
+func (w *Worker) deliverOne(ctx context.Context, c outbox.Lease, more bool) (outbox.Lease, bool) {
 	if wait, ok := w.admit(ctx, c); !ok {
 		w.postpone(ctx, c, wait)
-		return claimed{}, false
+		return outbox.Lease{}, false
 	}
 	out := w.send.post(ctx, c, time.Now())
 	switch {
@@ -53,17 +54,17 @@ func (w *Worker) deliverOne(ctx context.Context, c claimed, more bool) (claimed,
 	default:
 		after := out.retryAfter
 		if after <= 0 {
-			after = backoff(c.attempts+1, w.s.RetryMin, w.s.RetryMax)
+			after = backoff(c.Attempts+1, w.s.RetryMin, w.s.RetryMax)
 		}
 		w.failed(ctx, c, out.why, after)
 	}
-	return claimed{}, false
+	return outbox.Lease{}, false
 }
 
 // admit spends one delivery of c's owner's budget; when it is spent, it
 // says how long to put the delivery off. A refusal is no attempt: the
 // receiver did nothing wrong.
-func (w *Worker) admit(ctx context.Context, c claimed) (time.Duration, bool) {
+func (w *Worker) admit(ctx context.Context, c outbox.Lease) (time.Duration, bool) {
 	if w.gate == nil {
 		return 0, true
 	}

@@ -16,13 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/gate"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/webhook"
 )
-
-// Channel is where an insert into the outbox that writes a pending
-// (webhook) event is announced, and a replayed dead letter (migration
-// 00022); every insert is announced on events.Channel, for the streams.
-const Channel = "geogate_deliveries"
 
 // Settings tune delivery.
 type Settings struct {
@@ -47,10 +44,10 @@ type Settings struct {
 	// Poll is the longest a worker waits without a notification before
 	// it looks for due events (retries, expired leases) again.
 	Poll time.Duration
-	// AllowPrivate lets deliveries connect to this machine and private
-	// networks (events.PrivateAddr); off, such a webhook's deliveries fail
-	// and, retried, end as dead letters.
-	AllowPrivate bool
+	// Webhooks say where deliveries may connect: off AllowPrivate, a
+	// webhook's deliveries to this machine or a private network fail and,
+	// retried, end as dead letters.
+	Webhooks webhook.Rules
 	// Policy is the rate-limit policy each delivery spends, per
 	// subscription owner.
 	Policy string
@@ -84,7 +81,7 @@ func New(pool *pgxpool.Pool, s Settings, g Gate, m *Metrics, log *slog.Logger) *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Worker{pool: pool, s: s, send: newSender(s.Timeout, s.AllowPrivate), gate: g, m: m, log: log,
+	return &Worker{pool: pool, s: s, send: newSender(s.Timeout, s.Webhooks.AllowPrivate), gate: g, m: m, log: log,
 		wakeCh: make(chan struct{}, 1)}
 }
 
@@ -103,7 +100,7 @@ func (w *Worker) Run(ctx context.Context) {
 	if w.s.Workers <= 0 {
 		return
 	}
-	l := &pg.Listener{Pool: w.pool, Channels: []string{Channel}, Log: w.log, Topic: "event delivery",
+	l := &pg.Listener{Pool: w.pool, Channels: []string{outbox.DeliveriesChannel}, Log: w.log, Topic: "event delivery",
 		OnListen: w.wake, OnNotify: func(string, string) { w.wake() }}
 	go l.Run(ctx)
 	var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/delivery"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -215,12 +216,12 @@ func TestDeliveryDeadLetters(t *testing.T) {
 	if took := time.Since(start); took < s.RetryFor {
 		t.Errorf("dead after %v, want after RetryFor %v", took, s.RetryFor)
 	}
-	dead := delivery.NewDeadLetters(runner(f))
-	page, more, err := dead.List(context.Background(), delivery.DeadQuery{Subscription: sub.ID, Limit: 2})
+	dead := outbox.NewDeadLetters(runner(f))
+	page, more, err := dead.List(context.Background(), outbox.DeadQuery{Subscription: sub.ID, Limit: 2})
 	if err != nil || len(page) != 2 || !more {
 		t.Fatalf("List(limit 2) = %d dead letters, more %v, %v; want 2 and more", len(page), more, err)
 	}
-	rest, more, err := dead.List(context.Background(), delivery.DeadQuery{Subscription: sub.ID, After: page[1].Seq})
+	rest, more, err := dead.List(context.Background(), outbox.DeadQuery{Subscription: sub.ID, After: page[1].Seq})
 	if err != nil || len(rest) != 1 || more {
 		t.Fatalf("List(after %d) = %d, more %v, %v; want the last one", page[1].Seq, len(rest), more, err)
 	}
@@ -241,7 +242,7 @@ func TestDeliveryDeadLetters(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	for _, dl := range []delivery.DeadLetter{page[1], rest[0]} {
+	for _, dl := range []outbox.DeadLetter{page[1], rest[0]} {
 		if err := dead.Replay(context.Background(), dl.ID); err != nil {
 			t.Fatalf("Replay() = %v", err)
 		}
@@ -260,7 +261,7 @@ func TestDeliveryDeadLetters(t *testing.T) {
 // connected to, and the attempt says why.
 func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	s := quick
-	s.AllowPrivate = false
+	s.Webhooks.AllowPrivate = false
 	s.RetryMin, s.RetryMax = time.Hour, time.Hour
 	f := newFixture(t)
 	r := newReceiver(t)

@@ -25,8 +25,10 @@ import (
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // quick are settings for tests: short waits everywhere.
@@ -35,7 +37,7 @@ var quick = delivery.Settings{
 	Timeout: 2 * time.Second, Lease: 3 * time.Second,
 	RetryFor: time.Minute, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 	Poll: 100 * time.Millisecond, Policy: "deliveries",
-	AllowPrivate: true, // the receivers listen on this machine
+	Webhooks: webhook.Rules{AllowPrivate: true}, // the receivers listen on this machine
 }
 
 // fixture is a database with the demo fences and an events service.
@@ -273,7 +275,7 @@ func (r *receiver) verify(req *http.Request, body []byte) (got, bool) {
 			return got{}, false
 		}
 	}
-	var ce events.CloudEvent
+	var ce outbox.CloudEvent
 	if err := json.Unmarshal(body, &ce); err != nil || ce.ID != id || ce.SpecVersion != "1.0" {
 		r.fail("body %.200s is not the CloudEvent %s: %v", body, id, err)
 		return got{}, false

@@ -8,18 +8,18 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/geogate/geogate/internal/apperr"
-	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/outbox"
 )
 
 // Handler serves the /admin/dead-letters routes. The routes' scope check
 // (the admin scope) comes before it.
 type Handler struct {
-	dead *DeadLetters
+	dead *outbox.DeadLetters
 }
 
 // NewHandler returns the HTTP handlers of dead.
-func NewHandler(dead *DeadLetters) *Handler { return &Handler{dead: dead} }
+func NewHandler(dead *outbox.DeadLetters) *Handler { return &Handler{dead: dead} }
 
 // List serves GET /admin/dead-letters: oldest first, subscription to keep
 // one subscription's, limit per page, and a next link while more remain.
@@ -61,19 +61,19 @@ func (h *Handler) Drop(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-func parseDeadQuery(v url.Values) (DeadQuery, error) {
-	q := DeadQuery{Limit: DefaultDeadLimit}
+func parseDeadQuery(v url.Values) (outbox.DeadQuery, error) {
+	q := outbox.DeadQuery{Limit: outbox.DefaultDeadLimit}
 	errs := &apperr.ValidationError{}
 	if s := v.Get("subscription"); s != "" {
-		if !events.ValidID(s) {
+		if !outbox.ValidID(s) {
 			errs.Add("Must be a subscription's id, a UUID.", "uuid_parsing", "query", "subscription")
 		}
 		q.Subscription = s
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxDeadLimit {
-			errs.Add("Must be a whole number from 1 to "+strconv.Itoa(MaxDeadLimit)+".", "value_error", "query", "limit")
+		if err != nil || n < 1 || n > outbox.MaxDeadLimit {
+			errs.Add("Must be a whole number from 1 to "+strconv.Itoa(outbox.MaxDeadLimit)+".", "value_error", "query", "limit")
 		}
 		q.Limit = n
 	}

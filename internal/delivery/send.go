@@ -9,13 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 
-	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/outbox"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // ContentType is the CloudEvents structured mode's media type.
@@ -38,10 +37,7 @@ func newSender(timeout time.Duration, allowPrivate bool) *sender {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
 	if !allowPrivate {
-		// Checked on the address connected to, after name resolution, so
-		// that a name that resolves (or later re-resolves) to this
-		// machine or a private network is refused too.
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refusePrivate}
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: webhook.RefusePrivate}
 		tr.DialContext = d.DialContext
 		tr.Proxy = nil
 	}
@@ -54,19 +50,6 @@ func newSender(timeout time.Duration, allowPrivate bool) *sender {
 	}}
 }
 
-// errPrivate refuses a connection to a private address.
-var errPrivate = errors.New("the webhook's address is on this machine or a private network")
-
-// refusePrivate is a dialer's Control that refuses private addresses
-// (events.PrivateAddr).
-func refusePrivate(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil || events.PrivateAddr(ap.Addr()) {
-		return errPrivate
-	}
-	return nil
-}
-
 // outcome is what a receiver made of one delivery.
 type outcome struct {
 	ok bool
@@ -77,7 +60,7 @@ type outcome struct {
 }
 
 // post sends c, signed, at now.
-func (s *sender) post(ctx context.Context, c claimed, now time.Time) outcome {
+func (s *sender) post(ctx context.Context, c outbox.Lease, now time.Time) outcome {
 	body, err := json.Marshal(c.CloudEvent())
 	if err != nil {
 		return outcome{why: "event not encoded: " + err.Error()}
@@ -122,8 +105,8 @@ func (s *sender) describe(err error) string {
 		}
 		err = ue.Err
 	}
-	if errors.Is(err, errPrivate) {
-		return errPrivate.Error()
+	if errors.Is(err, webhook.ErrPrivate) {
+		return webhook.ErrPrivate.Error()
 	}
 	why := err.Error()
 	if len(why) > maxWhy {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -254,32 +253,11 @@ func parseSubscription(body []byte, base Subscription, r Rules) (Subscription, e
 	}
 	if b.Webhook != nil {
 		sub.Webhook = *b.Webhook
-		if msg := checkWebhook(sub.Webhook, r.AllowHTTP, r.AllowPrivate); msg != "" {
+		if msg := r.Webhooks.Check(sub.Webhook); msg != "" {
 			errs.Add(msg, "url_parsing", "body", "webhook")
 		}
 	}
 	return sub, errs.Err()
-}
-
-// checkWebhook says what is wrong with a webhook URL, or "". A webhook
-// is https to a public host; plain http needs allowHTTP, and a host on
-// this machine or a private network needs allowPrivate.
-func checkWebhook(raw string, allowHTTP, allowPrivate bool) string {
-	if raw == "" {
-		return "" // pull only
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || u.Host == "" || len(raw) > 2048 || (u.Scheme != "https" && u.Scheme != "http"):
-		return "Must be an absolute http(s) URL of at most 2048 bytes."
-	case u.User != nil:
-		return "Must not hold credentials: deliveries are signed instead."
-	case privateHost(u.Hostname()) && !allowPrivate:
-		return "Must not point to this machine or a private network (EVENTS_ALLOW_PRIVATE_WEBHOOKS allows it)."
-	case u.Scheme == "http" && !allowHTTP && !(allowPrivate && privateHost(u.Hostname())):
-		return "Must be https (plain http only to a private host where private webhooks are allowed, or with EVENTS_ALLOW_HTTP_WEBHOOKS)."
-	}
-	return ""
 }
 
 func subscriptionProblem(err error) string {

@@ -15,7 +15,6 @@ type watch struct {
 	devices   []string
 	kinds     []Kind
 	dwell     time.Duration
-	webhook   bool
 }
 
 func (w watch) wants(k Kind) bool { return slices.Contains(w.kinds, k) }
@@ -34,7 +33,6 @@ type event struct {
 	kind     Kind
 	at       time.Time
 	lng, lat float64
-	webhook  bool
 }
 
 // transitions evaluates the positions ps[i] for i in evaluated against
@@ -91,7 +89,7 @@ func (s *Service) transitions(ctx context.Context, tx querier, ws []watch, ps []
 			}
 			for _, c := range step(stays[p.Device], smp, w.dwell) {
 				if w.wants(c.kind) {
-					evs = append(evs, event{stayKey{w.id, p.Device, c.fence}, w.layer, c.kind, p.Time, p.Lng, p.Lat, w.webhook})
+					evs = append(evs, event{stayKey{w.id, p.Device, c.fence}, w.layer, c.kind, p.Time, p.Lng, p.Lat})
 				}
 			}
 		}
@@ -123,7 +121,7 @@ func (s *Service) transitions(ctx context.Context, tx querier, ws []watch, ps []
 
 // watchesSQL reads the subscriptions of owner $1.
 const watchesSQL = `
-SELECT id::text, layer, coalesce(filter, ''), coalesce(devices, '{}'), kinds, coalesce(dwell_ms, 0), webhook IS NOT NULL
+SELECT id::text, layer, coalesce(filter, ''), coalesce(devices, '{}'), kinds, coalesce(dwell_ms, 0)
 FROM event_subscriptions WHERE owner = $1 ORDER BY id`
 
 // scanWatches reads the rows of watchesSQL. Those whose layer the owner
@@ -140,7 +138,7 @@ func scanWatches(br pgx.BatchResults) ([]watch, error) {
 		var w watch
 		var kinds []string
 		var dwell int64
-		if err := rows.Scan(&w.id, &w.layer, &w.filter, &w.devices, &kinds, &dwell, &w.webhook); err != nil {
+		if err := rows.Scan(&w.id, &w.layer, &w.filter, &w.devices, &kinds, &dwell); err != nil {
 			return nil, err
 		}
 		for _, k := range kinds {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // FuzzPositions: any body of POST /positions is either a batch of valid
@@ -99,7 +100,7 @@ func FuzzSubscriptionBody(f *testing.F) {
 				t.Fatalf("accepted dwell without a dwell time: %+v", sub)
 			}
 		}
-		if msg := checkWebhook(sub.Webhook, false, false); msg != "" {
+		if msg := (webhook.Rules{}).Check(sub.Webhook); msg != "" {
 			t.Fatalf("accepted webhook %q: %s", sub.Webhook, msg)
 		}
 	})

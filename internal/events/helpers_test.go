@@ -11,6 +11,7 @@ import (
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -40,9 +41,9 @@ func at(n int) time.Time {
 }
 
 // pull reads every event of sub after cursor 0.
-func pull(t testing.TB, svc *events.Service, owner, sub string) []events.Event {
+func pull(t testing.TB, svc *events.Service, owner, sub string) []outbox.Event {
 	t.Helper()
-	var out []events.Event
+	var out []outbox.Event
 	var after int64
 	for {
 		evs, err := svc.Events(context.Background(), owner, sub, after, 100)

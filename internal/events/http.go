@@ -13,6 +13,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/webhook"
 )
 
 // Handler serves positions, subscriptions and the pulled events.
@@ -34,9 +35,8 @@ type Rules struct {
 	MaxBodyBytes int64
 	// SecretGrace is how long a rotated secret keeps signing.
 	SecretGrace time.Duration
-	// AllowHTTP lets webhooks be plain http; AllowPrivate lets them
-	// point to this machine or a private network.
-	AllowHTTP, AllowPrivate bool
+	// Webhooks say where a subscription's webhook may point.
+	Webhooks webhook.Rules
 	// Stream paces the live streams; zero values take the defaults.
 	Stream StreamTiming
 	// MaxStreams is how many live streams one identity may hold open on

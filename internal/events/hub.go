@@ -7,11 +7,8 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 )
 
-// Channel is the PostgreSQL channel every insert into the outbox notifies,
-// with the subscription's id as payload.
-const Channel = "geogate_events"
-
-// Hub wakes a process's live streams: one LISTEN on Channel (a
+// Hub wakes a process's live streams: one LISTEN on
+// outbox.EventsChannel (a
 // pg.Listener calling Notify and WakeAll) fans each notification out to
 // the streams following that subscription, so that a thousand open
 // streams cost one database connection, not a thousand.

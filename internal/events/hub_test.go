@@ -1,6 +1,10 @@
 package events
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/geogate/geogate/internal/outbox"
+)
 
 // woken says whether w has a wake-up waiting, taking it.
 func woken(w <-chan struct{}) bool {
@@ -19,14 +23,14 @@ func TestHubWakesTheStreamsOfASubscription(t *testing.T) {
 	b, stopB := h.follow("b")
 	defer stopB()
 
-	h.Notify(Channel, "a")
-	h.Notify(Channel, "a") // a second wake-up before the first is taken is the same one
+	h.Notify(outbox.EventsChannel, "a")
+	h.Notify(outbox.EventsChannel, "a") // a second wake-up before the first is taken is the same one
 	if got := []bool{woken(a), woken(a), woken(a2), woken(b)}; got[0] != true || got[1] || !got[2] || got[3] {
 		t.Errorf("after notifying a: woken a, a again, a2, b = %v, want true, false, true, false", got)
 	}
 
 	stopA()
-	h.Notify(Channel, "a")
+	h.Notify(outbox.EventsChannel, "a")
 	if woken(a) || !woken(a2) {
 		t.Errorf("a stream that stopped following was woken, or one still following was not")
 	}

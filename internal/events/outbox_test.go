@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -254,13 +254,13 @@ func TestDeliveriesHearOnlyOfWebhookEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+events.Channel+"; LISTEN "+delivery.Channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+outbox.EventsChannel+"; LISTEN "+outbox.DeliveriesChannel); err != nil {
 		t.Fatal(err)
 	}
 	report(t, svc, "key:one", pos("a", 0, berlin))
 	report(t, svc, "key:two", pos("a", 0, berlin))
 	var heard []string
-	for len(heard) == 0 || heard[len(heard)-1] != delivery.Channel {
+	for len(heard) == 0 || heard[len(heard)-1] != outbox.DeliveriesChannel {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		n, err := conn.Conn().WaitForNotification(wctx)
 		cancel()
@@ -268,7 +268,7 @@ func TestDeliveriesHearOnlyOfWebhookEvents(t *testing.T) {
 			t.Fatalf("after %v: %v", heard, err)
 		}
 		switch {
-		case n.Channel == delivery.Channel:
+		case n.Channel == outbox.DeliveriesChannel:
 			heard = append(heard, n.Channel)
 		case n.Payload == pulled:
 			heard = append(heard, "pulled")
@@ -276,7 +276,7 @@ func TestDeliveriesHearOnlyOfWebhookEvents(t *testing.T) {
 			heard = append(heard, "hooked")
 		}
 	}
-	if got, want := strings.Join(heard, " "), "pulled hooked "+delivery.Channel; got != want {
+	if got, want := strings.Join(heard, " "), "pulled hooked "+outbox.DeliveriesChannel; got != want {
 		t.Errorf("notifications = %s, want %s", got, want)
 	}
 }

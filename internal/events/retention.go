@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,25 +10,42 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geogate/geogate/internal/outbox"
 )
 
-// Retention deletes the positions that have outlived their time. Events
-// are not pruned: pending ones wait for delivery, dead letters for an
-// operator, and the pull stream still serves the rest.
+// Retention deletes the history that has outlived its time: positions,
+// and events delivered or pulled (outbox.Prune). Pending events wait for
+// delivery and dead letters for an operator, whatever their age.
 type Retention struct {
-	pool    *pgxpool.Pool
-	keep    time.Duration
-	batch   int
-	log     *slog.Logger
-	deleted prometheus.Counter
+	pool  *pgxpool.Pool
+	keep  Keep
+	batch int
+	log   *slog.Logger
+	// positions and events name the histories' locks and count what
+	// their prunes deleted.
+	positions, events history
+}
+
+// history is one table a Retention prunes: the lock its prunes take
+// turns under, and the count of what they deleted.
+type history struct {
+	lock   string
+	pruned prometheus.Counter
+}
+
+// Keep is how long each history is kept; 0 keeps it for ever.
+type Keep struct {
+	Positions, Events time.Duration
 }
 
 // pruneEvery is how often Run prunes.
 const pruneEvery = time.Minute
 
-// lockSQL takes the advisory lock a prune holds for each batch, so that
-// the replicas take turns instead of deleting the same rows at once.
-const lockSQL = `SELECT pg_try_advisory_xact_lock(hashtext('geogate positions retention'))`
+// lockSQL takes the advisory lock a prune of one history holds for each
+// batch, so that the replicas take turns instead of deleting the same
+// rows at once.
+const lockSQL = `SELECT pg_try_advisory_xact_lock(hashtext($1))`
 
 // pruneSQL deletes, of the $2 oldest positions by id, those that arrived
 // before $1, and counts them. Ids follow arrival, so a batch walks the
@@ -41,19 +59,23 @@ const pruneSQL = `WITH gone AS (
   RETURNING 1)
 SELECT count(*) FROM gone`
 
-// NewRetention keeps positions for keep, pruning every minute in
+// NewRetention keeps history for keep, pruning every minute in
 // transactions of at most batch rows (5,000 when 0).
-func NewRetention(pool *pgxpool.Pool, keep time.Duration, batch int, reg prometheus.Registerer, log *slog.Logger) *Retention {
+func NewRetention(pool *pgxpool.Pool, keep Keep, batch int, reg prometheus.Registerer, log *slog.Logger) *Retention {
 	if batch <= 0 {
 		batch = 5000
 	}
 	r := &Retention{pool: pool, keep: keep, batch: batch, log: log,
-		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+		positions: history{"geogate positions retention", prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geogate_events_positions_pruned_total",
 			Help: "Positions deleted for being older than EVENTS_POSITIONS_RETENTION.",
-		})}
+		})},
+		events: history{"geogate events retention", prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geogate_events_pruned_total",
+			Help: "Events delivered or pulled deleted for being older than EVENTS_RETENTION.",
+		})}}
 	if reg != nil {
-		reg.MustRegister(r.deleted)
+		reg.MustRegister(r.positions.pruned, r.events.pruned)
 	}
 	return r
 }
@@ -64,9 +86,7 @@ func (r *Retention) Run(ctx context.Context) {
 	t := time.NewTicker(pruneEvery)
 	defer t.Stop()
 	for {
-		if _, err := r.Prune(ctx, time.Now().Add(-r.keep)); err != nil && ctx.Err() == nil && r.log != nil {
-			r.log.Warn("positions retention: prune failed; trying again in a minute", "err", err.Error())
-		}
+		r.round(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -75,34 +95,65 @@ func (r *Retention) Run(ctx context.Context) {
 	}
 }
 
-// Prune deletes the positions that arrived before cutoff, a batch per
-// transaction, until none is left or another replica is pruning.
-func (r *Retention) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	var total int64
-	for {
-		n, turn, err := r.pruneBatch(ctx, cutoff)
-		total += n
-		r.deleted.Add(float64(n))
-		if err != nil {
-			return total, fmt.Errorf("pruning positions: %w", err)
-		}
-		if !turn || n == 0 {
-			return total, nil
-		}
+// round prunes each history that has a retention.
+func (r *Retention) round(ctx context.Context) {
+	var errs []error
+	if r.keep.Positions > 0 {
+		_, err := r.Prune(ctx, time.Now().Add(-r.keep.Positions))
+		errs = append(errs, err)
+	}
+	if r.keep.Events > 0 {
+		_, err := r.PruneEvents(ctx, time.Now().Add(-r.keep.Events))
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil && ctx.Err() == nil && r.log != nil {
+		r.log.Warn("retention: prune failed; trying again in a minute", "err", err.Error())
 	}
 }
 
-// pruneBatch deletes one batch; turn is false when another replica holds
-// the lock.
-func (r *Retention) pruneBatch(ctx context.Context, cutoff time.Time) (n int64, turn bool, err error) {
-	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, lockSQL).Scan(&turn); err != nil || !turn {
-			return err
-		}
-		return tx.QueryRow(ctx, pruneSQL, cutoff, r.batch).Scan(&n)
+// Prune deletes the positions that arrived before cutoff, a batch per
+// transaction, until none is left or another replica is pruning.
+func (r *Retention) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	return r.walk(ctx, r.positions, func(tx pgx.Tx) (n int64, done bool, err error) {
+		err = tx.QueryRow(ctx, pruneSQL, cutoff, r.batch).Scan(&n)
+		return n, n == 0, err
 	})
-	if err != nil {
-		return 0, turn, err
+}
+
+// PruneEvents deletes the events delivered or pulled that were made
+// before cutoff, a batch per transaction, until it meets a later one or
+// another replica is pruning.
+func (r *Retention) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) {
+	var after int64
+	return r.walk(ctx, r.events, func(tx pgx.Tx) (n int64, done bool, err error) {
+		n, after, done, err = outbox.Prune(ctx, tx, cutoff, after, r.batch)
+		return n, done, err
+	})
+}
+
+// walk runs batch, each in a transaction of its own under h's lock, until
+// one says it is done or another replica holds the lock, and counts what
+// they deleted.
+func (r *Retention) walk(ctx context.Context, h history, batch func(pgx.Tx) (int64, bool, error)) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		var turn, done bool
+		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, lockSQL, h.lock).Scan(&turn); err != nil || !turn {
+				return err
+			}
+			var err error
+			n, done, err = batch(tx)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", h.lock, err)
+		}
+		total += n
+		h.pruned.Add(float64(n))
+		if !turn || done {
+			return total, nil
+		}
 	}
-	return n, turn, nil
 }

@@ -16,7 +16,8 @@ import (
 
 // retentionRows fills the outbox and positions: positions p1-p5 that
 // arrived 5 down to 1 hours ago, and for each state an event made 3 hours
-// ago (old-STATE) and one made just now (new-STATE), their devices named so.
+// ago (old-STATE) and one made just now (new-STATE), their devices named
+// so, the old first.
 func retentionRows(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `
@@ -27,7 +28,7 @@ VALUES ('00000000-0000-0000-0000-0000000000aa', 'key:r', 'geofences', '{enter}',
 INSERT INTO geogate.events (subscription, device, layer, fence, kind, time, lng, lat, state, created_at)
 SELECT '00000000-0000-0000-0000-0000000000aa', age || '-' || state, 'geofences', '1', 'enter', now(), 0, 0, state,
        CASE age WHEN 'old' THEN now() - interval '3 hours' ELSE now() END
-FROM unnest('{pending,delivered,dead,pull}'::text[]) state, unnest('{old,new}'::text[]) age`)
+FROM unnest('{old,new}'::text[]) age, unnest('{pending,delivered,dead,pull}'::text[]) state`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestRetentionPrunesOldPositionsOnly(t *testing.T) {
 	for _, batch := range []int{0, 1, 2} { // one statement; a statement a row; a batch ending part way
 		pool := testenv.DB(t)
 		retentionRows(t, pool)
-		r := events.NewRetention(pool, 0, batch, nil, nil)
+		r := events.NewRetention(pool, events.Keep{}, batch, nil, nil)
 		got, err := r.Prune(context.Background(), time.Now().Add(-150*time.Minute))
 		if err != nil {
 			t.Fatalf("batch %d: Prune() = %v", batch, err)
@@ -66,11 +67,37 @@ func TestRetentionPrunesOldPositionsOnly(t *testing.T) {
 	}
 }
 
+// TestRetentionPrunesOldEventsDeliveredOrPulled: of the events made
+// before the cutoff, those delivered or pulled go; pending ones still
+// wait for delivery and dead letters for an operator, and the walk goes
+// on past them, however the batches fall.
+func TestRetentionPrunesOldEventsDeliveredOrPulled(t *testing.T) {
+	for _, batch := range []int{0, 1, 2, 3} {
+		pool := testenv.DB(t)
+		retentionRows(t, pool)
+		r := events.NewRetention(pool, events.Keep{}, batch, nil, nil)
+		got, err := r.PruneEvents(context.Background(), time.Now().Add(-150*time.Minute))
+		if err != nil {
+			t.Fatalf("batch %d: PruneEvents() = %v", batch, err)
+		}
+		if want := int64(2); got != want {
+			t.Errorf("batch %d: PruneEvents() = %d events, want %d", batch, got, want)
+		}
+		want := []string{"new-dead", "new-delivered", "new-pending", "new-pull", "old-dead", "old-pending"}
+		if got := devicesLeft(t, pool, "events"); !slices.Equal(got, want) {
+			t.Errorf("batch %d: events left %v, want %v", batch, got, want)
+		}
+		if got := devicesLeft(t, pool, "event_positions"); len(got) != 5 {
+			t.Errorf("batch %d: positions left %v, want all 5", batch, got)
+		}
+	}
+}
+
 func TestRetentionLeavesTheTurnToAnotherReplica(t *testing.T) {
 	pool := testenv.DB(t)
 	retentionRows(t, pool)
 	other := holding(t, pool, `SELECT pg_advisory_xact_lock(hashtext('geogate positions retention'))`)
-	r := events.NewRetention(pool, 0, 0, nil, nil)
+	r := events.NewRetention(pool, events.Keep{}, 0, nil, nil)
 	if got, err := r.Prune(context.Background(), time.Now()); err != nil || got != 0 {
 		t.Fatalf("Prune() beside another replica's = %d, %v; want nothing pruned, no error", got, err)
 	}
@@ -87,7 +114,7 @@ func TestRetentionFailsWhenTheDatabaseDoes(t *testing.T) {
 	retentionRows(t, pool)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := events.NewRetention(pool, 0, 0, nil, nil)
+	r := events.NewRetention(pool, events.Keep{}, 0, nil, nil)
 	if _, err := r.Prune(ctx, time.Now()); err == nil {
 		t.Fatal("Prune() with its context gone = nil, want an error")
 	}
@@ -101,11 +128,13 @@ func TestRetentionRunPrunesAtOnceAndStopsWithItsContext(t *testing.T) {
 	retentionRows(t, pool)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { events.NewRetention(pool, 150*time.Minute, 0, nil, nil).Run(ctx); close(done) }()
+	keep := events.Keep{Positions: 150 * time.Minute, Events: 150 * time.Minute}
+	go func() { events.NewRetention(pool, keep, 0, nil, nil).Run(ctx); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(devicesLeft(t, pool, "event_positions")) != 2 {
+	for len(devicesLeft(t, pool, "event_positions")) != 2 || len(devicesLeft(t, pool, "events")) != 6 {
 		if time.Now().After(deadline) {
-			t.Fatalf("positions left 10 s after Run began: %v, want p4 and p5", devicesLeft(t, pool, "event_positions"))
+			t.Fatalf("10 s after Run began, positions left: %v, want p4 and p5; events left: %v, want 6",
+				devicesLeft(t, pool, "event_positions"), devicesLeft(t, pool, "events"))
 		}
 		time.Sleep(10 * time.Millisecond) // polling the table
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -36,7 +37,7 @@ func fenceID(t *testing.T, pool *pgxpool.Pool, iso string) string {
 
 // kinds writes events as "kind fence device" lines, with fences named by
 // name for readability.
-func kinds(evs []events.Event, names map[string]string) string {
+func kinds(evs []outbox.Event, names map[string]string) string {
 	var out []string
 	for _, e := range evs {
 		f := e.Fence
@@ -240,7 +241,7 @@ func TestReadersMissNothing(t *testing.T) {
 		}()
 	}
 	go func() { wg.Wait(); close(done) }()
-	var seen []events.Event
+	var seen []outbox.Event
 	var after int64
 	for finished := false; ; {
 		select {

@@ -16,6 +16,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/outbox"
 )
 
 // StreamTiming paces a live stream.
@@ -198,7 +199,7 @@ func (s *stream) read(ctx context.Context) (more, ok bool) {
 }
 
 // frame is e as one server-sent event.
-func frame(e Event) string {
+func frame(e outbox.Event) string {
 	data, _ := json.Marshal(e.CloudEvent()) // plain values: never fails
 	return fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/outbox"
 )
 
 // Subscription is what an identity watches and where its events go.
@@ -110,7 +111,7 @@ func (s *Service) Subscriptions(ctx context.Context, owner string) ([]Subscripti
 // Subscription returns owner's subscription id; another owner's is not
 // found.
 func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscription, error) {
-	if !ValidID(id) {
+	if !outbox.ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	var out Subscription
@@ -128,7 +129,7 @@ func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscript
 // events that waited for one are pulled instead; events made before a
 // webhook was set stay pulled.
 func (s *Service) UpdateSubscription(ctx context.Context, owner, id string, sub Subscription) (Subscription, error) {
-	if !ValidID(id) {
+	if !outbox.ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	if err := s.check(ctx, sub); err != nil {
@@ -160,9 +161,8 @@ RETURNING `+subscriptionColumns, owner, id, sub.Layer, sub.Filter, sub.Devices, 
 				return err
 			}
 			// Pull only from now on: what waited for the webhook is
-			// pulled too, and no worker looks for it again.
-			_, err = tx.Exec(ctx, `UPDATE events SET state = 'pull', lease_until = NULL WHERE subscription = $1::uuid AND state = 'pending'`, id)
-			return err
+			// pulled too.
+			return outbox.Unhook(ctx, tx, id)
 		})
 	})
 	return out, err
@@ -171,7 +171,7 @@ RETURNING `+subscriptionColumns, owner, id, sub.Layer, sub.Filter, sub.Devices, 
 // DeleteSubscription deletes owner's subscription id, its stays and its
 // events, delivered or not: its events stop.
 func (s *Service) DeleteSubscription(ctx context.Context, owner, id string) error {
-	if !ValidID(id) {
+	if !outbox.ValidID(id) {
 		return errNoSubscription
 	}
 	var n int64
@@ -190,7 +190,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, owner, id string) erro
 // The old one keeps signing, beside the new, for grace, so that a
 // receiver can switch without losing a delivery.
 func (s *Service) RotateSecret(ctx context.Context, owner, id string, grace time.Duration) (Subscription, error) {
-	if !ValidID(id) {
+	if !outbox.ValidID(id) {
 		return Subscription{}, errNoSubscription
 	}
 	secret := newSecret()
@@ -222,25 +222,4 @@ func kindStrings(ks []Kind) []string {
 		out[i] = string(k)
 	}
 	return out
-}
-
-// ValidID says whether id is written as a UUID, as subscription and
-// event ids are, so that a malformed id is a 404 rather than a database
-// error.
-func ValidID(id string) bool {
-	if len(id) != 36 {
-		return false
-	}
-	for i, c := range id {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		default:
-			return false
-		}
-	}
-	return true
 }

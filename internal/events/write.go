@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/geogate/geogate/internal/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -48,26 +49,6 @@ UPDATE event_devices d SET time = u.t, lng = u.x, lat = u.y, accuracy = u.a, upd
 FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[]) AS u(o, d, t, x, y, a)
 WHERE d.owner = u.o AND d.device = u.d`
 
-// lockOutboxesSQL takes the outbox lock of each subscription in $1, in
-// one order for every writer, so that no two wait for each other in a
-// cycle. The fences' exit trigger and the deletion of a subscription take
-// the same locks, each after its changes to the stays.
-const lockOutboxesSQL = `
-SELECT count(pg_advisory_xact_lock(1734829430, hashtext(s)))
-FROM (SELECT DISTINCT s FROM unnest($1::text[]) s ORDER BY s) l`
-
-// insertEventsSQL writes events in the order given, which is each
-// (subscription, device)'s order in time, leaving out those of
-// subscriptions deleted since the report read them: a deletion holds the
-// outbox lock until it commits, so after the lock this statement sees it.
-const insertEventsSQL = `
-INSERT INTO events (subscription, device, layer, fence, kind, time, lng, lat, state)
-SELECT u.s, u.d, u.l, u.f, u.k, u.t, u.x, u.y, u.st
-FROM unnest($1::text[]::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::float8[], $8::float8[], $9::text[])
-  WITH ORDINALITY AS u(s, d, l, f, k, t, x, y, st, n)
-WHERE u.s IN (SELECT id FROM event_subscriptions WHERE id = ANY($1::text[]::uuid[]))
-ORDER BY u.n`
-
 // dropStaysOfGoneSQL deletes the stays of those subscriptions in $1 that
 // no longer exist. It runs under their outbox locks: a subscription
 // deleted meanwhile has committed, and its trigger may have missed stays
@@ -80,15 +61,12 @@ WHERE m.subscription = g.s AND NOT EXISTS (SELECT FROM event_subscriptions e WHE
 // commit writes what a report decided and commits its transaction, all
 // in one round trip: the positions ps (late ones marked), the stays w
 // began, the devices' last positions, and then, under the outbox lock of
-// each subscription that w's events go to or that w began stays of, the
-// events and the deletion of the stays of any of those subscriptions
-// deleted since the report read them. The locks are so held from the
-// events' numbering to the commit and no longer, not even for a round
-// trip back to this process: reports to one subscription take turns only
-// there. The events of one subscription are numbered in the order their
-// transactions commit, and a reader that has seen event n of a
-// subscription never later finds one below n. It returns how many events
-// it wrote.
+// each subscription that w's events go to or that w began stays of
+// (outbox.Lock), the events and the deletion of the stays of any of those
+// subscriptions deleted since the report read them. The locks are so
+// held from the events' numbering to the commit and no longer, not even
+// for a round trip back to this process: reports to one subscription
+// take turns only there. It returns how many events it wrote.
 func commit(ctx context.Context, tx querier, owner string, ps []Position, late []bool, lasts map[string]*last, w writes) (int, error) {
 	b := &pgx.Batch{}
 	b.Queue(insertPositionsSQL, positionArgs(owner, ps, late)...)
@@ -102,34 +80,25 @@ func commit(ctx context.Context, tx querier, owner string, ps []Position, late [
 		for _, e := range w.evs {
 			subs = append(subs, e.sub)
 		}
-		b.Queue(lockOutboxesSQL, append(subs, began...))
+		outbox.Lock(b, append(subs, began...))
 	}
-	insert := -1
+	var wrote int64
 	if len(w.evs) > 0 {
-		insert = b.Len()
-		b.Queue(insertEventsSQL, eventArgs(w.evs)...)
+		outbox.Append(b, entries(w.evs), &wrote)
 	}
 	if len(began) > 0 {
 		b.Queue(dropStaysOfGoneSQL, began)
 	}
-	b.Queue("COMMIT")
-	tags := make([]pgconn.CommandTag, b.Len())
-	err := sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
-		for i := range tags {
-			var err error
-			if tags[i], err = br.Exec(); err != nil {
-				return err
-			}
-		}
+	committed := false
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		committed = tag.String() == "COMMIT"
 		return nil
 	})
-	if err == nil && tags[len(tags)-1].String() != "COMMIT" {
+	err := tx.SendBatch(ctx, b).Close()
+	if err == nil && !committed {
 		err = errors.New("events: the report's transaction was rolled back at its commit")
 	}
-	if err != nil || insert < 0 {
-		return 0, err
-	}
-	return int(tags[insert].RowsAffected()), nil
+	return int(wrote), err
 }
 
 func positionArgs(owner string, ps []Position, late []bool) []any {
@@ -170,16 +139,12 @@ func deviceArgs(owner string, lasts map[string]*last) []any {
 	return []any{repeat(owner, len(dev)), dev, at, lng, lat, acc}
 }
 
-func eventArgs(evs []event) []any {
-	n := len(evs)
-	subs, devs, layers, fences, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	at, lng, lat, states := make([]time.Time, n), make([]float64, n), make([]float64, n), make([]string, n)
+// entries are evs as the outbox appends them.
+func entries(evs []event) []outbox.Entry {
+	out := make([]outbox.Entry, len(evs))
 	for i, e := range evs {
-		subs[i], devs[i], layers[i], fences[i], kinds[i] = e.sub, e.device, e.layer, e.fence, string(e.kind)
-		at[i], lng[i], lat[i], states[i] = e.at, e.lng, e.lat, "pull"
-		if e.webhook {
-			states[i] = "pending"
-		}
+		out[i] = outbox.Entry{Subscription: e.sub, Device: e.device, Layer: e.layer, Fence: e.fence,
+			Kind: string(e.kind), Time: e.at, Lng: e.lng, Lat: e.lat}
 	}
-	return []any{subs, devs, layers, fences, kinds, at, lng, lat, states}
+	return out
 }

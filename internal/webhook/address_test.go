@@ -1,4 +1,4 @@
-package events
+package webhook
 
 import (
 	"strings"
@@ -29,9 +29,9 @@ func TestCheckWebhook(t *testing.T) {
 		{"/relative", false, false, "absolute http(s)"},
 	}
 	for _, tt := range tests {
-		got := checkWebhook(tt.url, tt.allowHTTP, tt.private)
+		got := Rules{AllowHTTP: tt.allowHTTP, AllowPrivate: tt.private}.Check(tt.url)
 		if (tt.want == "") != (got == "") || tt.want != "" && !strings.Contains(got, tt.want) {
-			t.Errorf("checkWebhook(%q, http %v, private %v) = %q, want %q", tt.url, tt.allowHTTP, tt.private, got, tt.want)
+			t.Errorf("Check(%q, http %v, private %v) = %q, want %q", tt.url, tt.allowHTTP, tt.private, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package delivery_test
+package outbox
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/geogate/geogate/internal/delivery"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -22,34 +21,36 @@ import (
 // table whole either (after a TRUNCATE, a planner that believed the
 // outbox empty read all of it for each claim).
 func TestClaimPlanWithStaleStatistics(t *testing.T) {
-	f := newFixture(t)
+	pool := testenv.DemoDB(t)
 	ctx := context.Background()
-	sub := f.subscribe(t, "key:"+testenv.Prefix(t), "https://receiver.example/hook")
-	if _, err := f.pool.Exec(ctx, `ANALYZE geogate.events`); err != nil {
+	sub := subscribe(t, pool, "key:"+testenv.Prefix(t), "https://receiver.example/hook", "enter", "exit")
+	if _, err := pool.Exec(ctx, `ANALYZE geogate.events`); err != nil {
 		t.Fatal(err)
 	}
-	pull := f.subscribe(t, "key:"+testenv.Prefix(t)+"-pull", "")
-	if _, err := f.pool.Exec(ctx, `
+	pull := subscribe(t, pool, "key:"+testenv.Prefix(t)+"-pull", "", "enter", "exit")
+	if _, err := pool.Exec(ctx, `
 INSERT INTO geogate.events (subscription, device, layer, fence, kind, time, lng, lat, state)
 SELECT $1::uuid, 'd' || (i % 400), 'geofences', '1', 'enter', now(), 0, 0, 'pull'
-FROM generate_series(1, 200000) i`, pull.ID); err != nil {
+FROM generate_series(1, 200000) i`, pull); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.pool.Exec(ctx, `
+	if _, err := pool.Exec(ctx, `
 INSERT INTO geogate.events (subscription, device, layer, fence, kind, time, lng, lat, state)
 SELECT $1::uuid, 'd' || (i % 40), 'geofences', '1', 'enter', now(), 0, 0, 'pending'
-FROM generate_series(1, 3000) i`, sub.ID); err != nil {
+FROM generate_series(1, 3000) i`, sub); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := f.pool.Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, delivery.WorkerSettingsSQL); err != nil {
+	b := &pgx.Batch{}
+	WorkerSettings(b)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+delivery.ClaimSQL, 16, 16, 60_000, delivery.ClaimWindow)
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+claimSQL, 16, 16, 60_000, ClaimWindow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ FROM generate_series(1, 3000) i`, sub.ID); err != nil {
 		t.Errorf("a claim took %.0f ms over 3,000 due events, want well under a second:\n%s", ms, text)
 	}
 	var leased int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM geogate.events WHERE subscription = $1::uuid AND lease_until > now()`, sub.ID).Scan(&leased); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM geogate.events WHERE subscription = $1::uuid AND lease_until > now()`, sub).Scan(&leased); err != nil {
 		t.Fatal(err)
 	}
 	if leased != 16 {

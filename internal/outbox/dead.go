@@ -1,4 +1,4 @@
-package delivery
+package outbox
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
-	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -16,19 +15,19 @@ type DeadLetters struct {
 	db pg.Runner
 }
 
-// NewDeadLetters returns the dead letters of db's outbox.
+// NewDeadLetters returns the dead letters of the outbox db holds.
 func NewDeadLetters(db pg.Runner) *DeadLetters { return &DeadLetters{db: db} }
 
 // DeadLetter is an event whose retries ran out, and why.
 type DeadLetter struct {
-	ID           string            `json:"id"`
-	Seq          int64             `json:"seq"`
-	Subscription string            `json:"subscription"`
-	Attempts     int               `json:"attempts"`
-	LastError    string            `json:"last_error"`
-	CreatedAt    time.Time         `json:"created_at"`
-	DeadAt       *time.Time        `json:"dead_at"`
-	Event        events.CloudEvent `json:"event"`
+	ID           string     `json:"id"`
+	Seq          int64      `json:"seq"`
+	Subscription string     `json:"subscription"`
+	Attempts     int        `json:"attempts"`
+	LastError    string     `json:"last_error"`
+	CreatedAt    time.Time  `json:"created_at"`
+	DeadAt       *time.Time `json:"dead_at"`
+	Event        CloudEvent `json:"event"`
 }
 
 // DeadQuery selects a page of dead letters, oldest first.
@@ -56,7 +55,7 @@ func (d *DeadLetters) List(ctx context.Context, q DeadQuery) ([]DeadLetter, bool
 	}
 	out := []DeadLetter{}
 	err := d.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+events.EventColumns+`, e.attempts, coalesce(e.last_error, ''), e.dead_at
+		rows, err := conn.Query(ctx, `SELECT `+eventColumns+`, e.attempts, coalesce(e.last_error, ''), e.dead_at
 FROM events e
 WHERE e.state = 'dead' AND ($1 = '' OR e.subscription = nullif($1, '')::uuid) AND e.seq > $2
 ORDER BY e.seq LIMIT $3`, q.Subscription, q.After, q.Limit+1)
@@ -66,9 +65,7 @@ ORDER BY e.seq LIMIT $3`, q.Subscription, q.After, q.Limit+1)
 		defer rows.Close()
 		for rows.Next() {
 			var dl DeadLetter
-			e, err := events.ScanEvent(func(dest ...any) error {
-				return rows.Scan(append(dest, &dl.Attempts, &dl.LastError, &dl.DeadAt)...)
-			})
+			e, err := scanEvent(rows.Scan, &dl.Attempts, &dl.LastError, &dl.DeadAt)
 			if err != nil {
 				return err
 			}
@@ -95,7 +92,7 @@ func (d *DeadLetters) Replay(ctx context.Context, id string) error {
     lease_until = NULL, dead_at = NULL
   WHERE id = $1::uuid AND state = 'dead'
   RETURNING subscription)
-SELECT count(pg_notify('`+Channel+`', subscription::text)) FROM r`)
+SELECT count(pg_notify('`+DeliveriesChannel+`', subscription::text)) FROM r`)
 }
 
 // Drop deletes dead letter id: it will never be delivered.
@@ -106,7 +103,7 @@ SELECT count(*) FROM r`)
 
 // one runs sql, which counts the dead letters it changed, on id.
 func (d *DeadLetters) one(ctx context.Context, id, sql string) error {
-	if !events.ValidID(id) {
+	if !ValidID(id) {
 		return errNoDeadLetter
 	}
 	var n int64
