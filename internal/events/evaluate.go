@@ -41,21 +41,12 @@ type event struct {
 // and the stays are read in one round trip (one more when a subscription
 // has a filter), and the stays ended are deleted in another.
 func (s *Service) transitions(ctx context.Context, tx querier, ws []watch, ps []Position, evaluated []int, from []*last) (writes, error) {
-	look := s.lookups(ctx, ws, ps, evaluated, from)
 	b := &pgx.Batch{}
-	look.queue(b)
+	look := s.lookups(ctx, b, ws, ps, evaluated, from)
 	subs, devs := stayPairs(ws, ps)
-	b.Queue(loadStaysSQL, subs, devs)
-	var before map[stayKey]stay
-	err := sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
-		if err := look.read(br); err != nil {
-			return err
-		}
-		var err error
-		before, err = readStays(br)
-		return err
-	})
-	if err != nil {
+	before := map[stayKey]stay{}
+	b.Queue(loadStaysSQL, subs, devs).Query(func(rows pgx.Rows) error { return readStays(rows, before) })
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return writes{}, err
 	}
 	inside, met, err := s.seen(ctx, tx, ws, look)

@@ -9,8 +9,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/geogate/geogate/internal/features"
+	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
+	"github.com/jackc/pgx/v5"
 )
 
 // Settings tune how positions become events.
@@ -28,22 +31,22 @@ type Settings struct {
 }
 
 // Fences is what the service asks of the polygon layers
-// (geofence.Service): the statement that finds, for arrays of longitudes
-// ($1) and latitudes ($2), each point's index (1-based) and the key, as
-// text, of every feature of layer holding it; and the one that finds, for
-// segments from ($1, $2) to ($3, $4), the features each meets.
+// (geofence.Service): whether a layer holds polygons, and the lookups of
+// the features holding points and met by segments, queued in a report's
+// batch so that they run in its transaction.
 type Fences interface {
-	ContainsSQL(layer string) (sql string, ok bool)
-	CrossesSQL(layer string) (sql string, ok bool)
+	Polygonal(layer string) bool
+	QueueInside(b *pgx.Batch, layer string, lngs, lats []float64) (*geofence.Found, bool)
+	QueueCrossing(b *pgx.Batch, layer string, x1, y1, x2, y2 []float64) (*geofence.Found, bool)
 }
 
 // Filters is what the service asks of the CQL2 filters on a layer's
-// properties (features.Service.Matching): a statement keeping, of the
-// keys in $1 (text[]), those whose features pass filter, with the
-// filter's own arguments after $1. A filter the layer cannot take is a
-// client error.
+// properties (features.Service): whether a filter fits a layer (one that
+// does not is a client error), and keeping the keys whose features pass
+// it, queued in a report's batch.
 type Filters interface {
-	Matching(ctx context.Context, layer, filter string) (sql string, args []any, err error)
+	CheckFilter(ctx context.Context, layer, filter string) error
+	QueueMatching(ctx context.Context, b *pgx.Batch, layer, filter string, keys []string) (*features.Kept, error)
 }
 
 // Access says whether the caller of ctx may read layer (gate.Gate.Check).

@@ -8,41 +8,40 @@ import (
 	geom "github.com/twpayne/go-geom"
 
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/features"
+	"github.com/geogate/geogate/internal/geofence"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
-// lookup is one layer's statement of a report and, once read, the keys
-// of the fences it found for each evaluated position, sorted: those
-// holding the position, or those the step to it meets.
-type lookup struct {
-	sql  string
-	args []any
-	keys [][]string
-}
-
-// lookups are the statements a report runs on the fences of its
-// subscriptions' layers: one per layer for the points, and one per layer
-// for the steps when a subscription on it asks for crossings.
+// lookups are what a report finds of the fences of its subscriptions'
+// layers, by layer: for each evaluated position, the fences holding it
+// (inside) and, for layers with a subscription that asks for crossings,
+// those the step to it meets (met).
 type lookups struct {
-	inside, met map[string]*lookup // by layer
-	queued      []*lookup
+	inside, met map[string]*geofence.Found
 }
 
-// lookups builds the statements finding, for each evaluated position
-// ps[i], the fences of each layer of ws holding it and, for the layers of
+// lookups queues, in b, finding for each evaluated position ps[i] the
+// fences of each layer of ws holding it and, for the layers of
 // subscriptions that ask for crossings, those the line from its device's
-// previous position (from) meets.
-func (s *Service) lookups(ctx context.Context, ws []watch, ps []Position, evaluated []int, from []*last) *lookups {
+// previous position (from) meets. A layer that is gone finds nothing.
+func (s *Service) lookups(ctx context.Context, b *pgx.Batch, ws []watch, ps []Position, evaluated []int, from []*last) *lookups {
 	n := len(evaluated)
-	l := &lookups{inside: map[string]*lookup{}, met: map[string]*lookup{}}
+	l := &lookups{inside: map[string]*geofence.Found{}, met: map[string]*geofence.Found{}}
 	lngs, lats := make([]float64, n), make([]float64, n)
 	for k, i := range evaluated {
 		lngs[k], lats[k] = ps[i].Lng, ps[i].Lat
 	}
+	nothing := func(f *geofence.Found, ok bool) *geofence.Found {
+		if !ok {
+			return &geofence.Found{Keys: make([][]string, n)}
+		}
+		return f
+	}
 	var x1, y1 []float64
 	for _, w := range ws {
 		if _, ok := l.inside[w.layer]; !ok {
-			l.inside[w.layer] = l.add(n, s.fences.ContainsSQL, w.layer, lngs, lats)
+			l.inside[w.layer] = nothing(s.fences.QueueInside(b, w.layer, lngs, lats))
 		}
 		if _, ok := l.met[w.layer]; ok || !w.wants(Cross) {
 			continue
@@ -50,7 +49,7 @@ func (s *Service) lookups(ctx context.Context, ws []watch, ps []Position, evalua
 		if x1 == nil {
 			x1, y1 = steps(auth.ScopeOf(ctx), ps, evaluated, from)
 		}
-		l.met[w.layer] = l.add(n, s.fences.CrossesSQL, w.layer, x1, y1, lngs, lats)
+		l.met[w.layer] = nothing(s.fences.QueueCrossing(b, w.layer, x1, y1, lngs, lats))
 	}
 	return l
 }
@@ -68,47 +67,6 @@ func steps(scope *spatial.Scope, ps []Position, evaluated []int, from []*last) (
 		}
 	}
 	return x1, y1
-}
-
-// add makes the lookup of layer's statement that statement gives, over
-// args, for n positions. A layer that is gone (no statement) finds
-// nothing, and is not queued.
-func (l *lookups) add(n int, statement func(string) (string, bool), layer string, args ...any) *lookup {
-	k := &lookup{keys: make([][]string, n)}
-	if sql, ok := statement(layer); ok {
-		k.sql, k.args = sql, args
-		l.queued = append(l.queued, k)
-	}
-	return k
-}
-
-func (l *lookups) queue(b *pgx.Batch) {
-	for _, k := range l.queued {
-		b.Queue(k.sql, k.args...)
-	}
-}
-
-// read reads the results of the queued statements, in order: rows of a
-// position's number (from 1) and a fence's key.
-func (l *lookups) read(br pgx.BatchResults) error {
-	for _, k := range l.queued {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		var i int
-		var key string
-		if _, err := pgx.ForEachRow(rows, []any{&i, &key}, func() error {
-			k.keys[i-1] = append(k.keys[i-1], key)
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, ks := range k.keys {
-			slices.Sort(ks)
-		}
-	}
-	return nil
 }
 
 // within says whether the segment between two positions lies in scope: a
@@ -143,13 +101,13 @@ type narrowing struct {
 func (s *Service) seen(ctx context.Context, tx querier, ws []watch, look *lookups) (inside, met map[group][][]string, err error) {
 	inside, met = map[group][][]string{}, map[group][][]string{}
 	var todo []narrowing
-	see := func(into map[group][][]string, g group, k *lookup) {
+	see := func(into map[group][][]string, g group, f *geofence.Found) {
 		if _, done := into[g]; done {
 			return
 		}
-		into[g] = k.keys
+		into[g] = f.Keys
 		if g.filter != "" {
-			todo = append(todo, narrowing{g, k.keys, into})
+			todo = append(todo, narrowing{g, f.Keys, into})
 		}
 	}
 	for _, w := range ws {
@@ -165,8 +123,8 @@ func (s *Service) seen(ctx context.Context, tx querier, ws []watch, look *lookup
 // group's filter.
 func (s *Service) narrow(ctx context.Context, tx querier, todo []narrowing) error {
 	b := &pgx.Batch{}
-	var queued []narrowing
-	for _, t := range todo {
+	kept := make([]*features.Kept, len(todo))
+	for i, t := range todo {
 		var all []string
 		for _, ks := range t.keys {
 			all = append(all, ks...)
@@ -175,44 +133,26 @@ func (s *Service) narrow(ctx context.Context, tx querier, todo []narrowing) erro
 			continue
 		}
 		slices.Sort(all)
-		sql, args, err := s.filters.Matching(ctx, t.g.layer, t.g.filter)
-		if err != nil {
+		var err error
+		if kept[i], err = s.filters.QueueMatching(ctx, b, t.g.layer, t.g.filter, slices.Compact(all)); err != nil {
 			return err
 		}
-		b.Queue(sql, append([]any{slices.Compact(all)}, args...)...)
-		queued = append(queued, t)
 	}
-	if len(queued) == 0 {
-		return nil
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
 	}
-	return sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
-		for _, t := range queued {
-			pass, err := passing(br)
-			if err != nil {
-				return err
-			}
-			out := make([][]string, len(t.keys))
-			for i, ks := range t.keys {
-				for _, k := range ks {
-					if pass[k] {
-						out[i] = append(out[i], k)
-					}
+	for i, t := range todo {
+		out := make([][]string, len(t.keys))
+		for j, ks := range t.keys {
+			for _, k := range ks {
+				if kept[i] != nil && kept[i].Keys[k] {
+					out[j] = append(out[j], k)
 				}
 			}
-			t.into[t.g] = out
 		}
-		return nil
-	})
-}
-
-// passing reads the keys a filter statement kept.
-func passing(br pgx.BatchResults) (map[string]bool, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
+		t.into[t.g] = out
 	}
-	pass := map[string]bool{}
-	var k string
-	_, err = pgx.ForEachRow(rows, []any{&k}, func() error { pass[k] = true; return nil })
-	return pass, err
+	return nil
 }

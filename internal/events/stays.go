@@ -36,19 +36,14 @@ func stayPairs(ws []watch, ps []Position) (subs, devs []string) {
 }
 
 // readStays reads the rows of loadStaysSQL.
-func readStays(br pgx.BatchResults) (map[stayKey]stay, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	out := map[stayKey]stay{}
+func readStays(rows pgx.Rows, out map[stayKey]stay) error {
 	var k stayKey
 	var st stay
-	_, err = pgx.ForEachRow(rows, []any{&k.sub, &k.device, &k.fence, &st.since, &st.dwelled}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&k.sub, &k.device, &k.fence, &st.since, &st.dwelled}, func() error {
 		out[k] = st
 		return nil
 	})
-	return out, err
+	return err
 }
 
 // endStaysSQL deletes the stays ($1, $2, $3) and returns those it found.

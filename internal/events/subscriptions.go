@@ -57,14 +57,13 @@ func scanSubscription(row pgx.Row) (Subscription, error) {
 // check makes sure sub can be evaluated: its layer holds polygons and its
 // filter fits the layer.
 func (s *Service) check(ctx context.Context, sub Subscription) error {
-	if _, ok := s.fences.ContainsSQL(sub.Layer); !ok {
+	if !s.fences.Polygonal(sub.Layer) {
 		return apperr.InvalidField("The layer is not a published polygon layer: GET /layers lists them.", "value_error", "body", "layer")
 	}
 	if sub.Filter == "" {
 		return nil
 	}
-	_, _, err := s.filters.Matching(ctx, sub.Layer, sub.Filter)
-	return err
+	return s.filters.CheckFilter(ctx, sub.Layer, sub.Filter)
 }
 
 // CreateSubscription stores sub for owner and returns it with its id and

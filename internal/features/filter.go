@@ -9,6 +9,7 @@ import (
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/catalog"
 	"github.com/geogate/geogate/internal/cql2"
+	"github.com/jackc/pgx/v5"
 )
 
 // filterLimits bound a filter's size, so that no request makes the parser
@@ -106,12 +107,43 @@ func (s *Service) filterConformance() []string {
 	}, cql2.Conformance()...)
 }
 
-// Matching returns a statement that keeps, of the feature ids in $1
-// (text[]), those of collection id whose features pass the CQL2 text
-// filter, and the filter's arguments, which follow $1. It is checked as a
-// filter on the collection's items is: a filter the collection cannot take
-// is a 400, an unknown or forbidden collection as on /collections.
-func (s *Service) Matching(ctx context.Context, id, filter string) (string, []any, error) {
+// CheckFilter says whether the CQL2 text filter fits collection id: a
+// filter the collection cannot take is a 400, an unknown or forbidden
+// collection as on /collections.
+func (s *Service) CheckFilter(ctx context.Context, id, filter string) error {
+	_, _, err := s.matching(ctx, id, filter)
+	return err
+}
+
+// Kept is what a queued filter kept, once its batch is read: the keys
+// whose features pass it.
+type Kept struct {
+	Keys map[string]bool
+}
+
+// QueueMatching queues, in b, keeping those of keys (features' ids as
+// text) whose features of collection id pass the CQL2 text filter. The
+// filter is checked as CheckFilter does, and nothing is queued when it
+// fails.
+func (s *Service) QueueMatching(ctx context.Context, b *pgx.Batch, id, filter string, keys []string) (*Kept, error) {
+	sql, args, err := s.matching(ctx, id, filter)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kept{Keys: map[string]bool{}}
+	args[0] = keys
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		var key string
+		_, err := pgx.ForEachRow(rows, []any{&key}, func() error { k.Keys[key] = true; return nil })
+		return err
+	})
+	return k, nil
+}
+
+// matching returns the statement that keeps, of the feature ids in $1
+// (text[]), those of collection id whose features pass filter, and its
+// arguments, $1 left nil.
+func (s *Service) matching(ctx context.Context, id, filter string) (string, []any, error) {
 	l, err := s.layer(ctx, id)
 	if err != nil {
 		return "", nil, err
@@ -123,5 +155,5 @@ func (s *Service) Matching(ctx context.Context, id, filter string) (string, []an
 	args := []any{nil} // $1, the ids
 	cond := f.render(&args)
 	sql := fmt.Sprintf("SELECT (%[1]s)::text FROM %[2]s l WHERE (%[1]s)::text = ANY($1::text[]) AND (%[3]s)", l.key, l.l.Qualified(), cond)
-	return sql, args[1:], nil
+	return sql, args, nil
 }

@@ -2,6 +2,7 @@ package geofence
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -113,10 +114,10 @@ func (s *Service) polygonLayer(id string) (*layerSQL, error) {
 	return l, nil
 }
 
-// ContainsSQL returns the statement POST /geofences/contains runs for
-// layer, whose arguments are the arrays of longitudes and latitudes and
-// whose rows are (point index, key as text), so that benchmarks can drive
-// the identical SQL directly. ok is false for an unknown layer or one
+// ContainsSQL returns the statement QueueInside queues for layer, whose
+// arguments are the arrays of longitudes and latitudes and whose rows
+// are (point index, key as text), so that benchmarks can drive the
+// identical SQL directly. ok is false for an unknown layer or one
 // without polygons.
 func (s *Service) ContainsSQL(layer string) (sql string, ok bool) {
 	l, err := s.polygonLayer(layer)
@@ -124,6 +125,50 @@ func (s *Service) ContainsSQL(layer string) (sql string, ok bool) {
 		return "", false
 	}
 	return l.containsBatch, true
+}
+
+// Polygonal says whether layer is published and holds polygons, so that
+// its features can hold points.
+func (s *Service) Polygonal(layer string) bool {
+	_, err := s.polygonLayer(layer)
+	return err == nil
+}
+
+// QueueInside queues, in b, finding the features of layer holding each
+// point (lngs[i], lats[i]). ok is false for an unknown layer or one
+// without polygons: nothing is queued.
+func (s *Service) QueueInside(b *pgx.Batch, layer string, lngs, lats []float64) (*Found, bool) {
+	l, err := s.polygonLayer(layer)
+	if err != nil {
+		return nil, false
+	}
+	return queueFound(b, len(lngs), l.containsBatch, lngs, lats), true
+}
+
+// Found is what a queued lookup found, once its batch is read: for each
+// point or segment, in order, the keys (as text) of the features it
+// found, in ascending order.
+type Found struct {
+	Keys [][]string
+}
+
+// queueFound queues sql over args, whose rows are (index from 1, key),
+// for n points or segments.
+func queueFound(b *pgx.Batch, n int, sql string, args ...any) *Found {
+	f := &Found{Keys: make([][]string, n)}
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		var i int
+		var key string
+		_, err := pgx.ForEachRow(rows, []any{&i, &key}, func() error {
+			f.Keys[i-1] = append(f.Keys[i-1], key)
+			return nil
+		})
+		for _, ks := range f.Keys {
+			slices.Sort(ks)
+		}
+		return err
+	})
+	return f
 }
 
 // ContainsBatch returns, for each point, the ids of the features of layer

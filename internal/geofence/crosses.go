@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/geogate/geogate/internal/catalog"
+	"github.com/jackc/pgx/v5"
 )
 
 // crossesBatchSQL finds the features of l whose polygons a batch of
@@ -43,13 +44,14 @@ func segmentsFrom(l *catalog.Layer) string {
         WHERE abs(u.x2 - u.x1) <= 180) sg`, line)
 }
 
-// CrossesSQL returns the statement that finds, for a batch of segments,
-// the features of layer each meets (see crossesBatchSQL); ok is false for
-// an unknown layer, one without polygons or one without coordinates.
-func (s *Service) CrossesSQL(layer string) (sql string, ok bool) {
+// QueueCrossing queues, in b, finding the features of layer each
+// segment from (x1[i], y1[i]) to (x2[i], y2[i]) meets (crossesBatchSQL).
+// ok is false for an unknown layer, one without polygons or one without
+// coordinates: nothing is queued.
+func (s *Service) QueueCrossing(b *pgx.Batch, layer string, x1, y1, x2, y2 []float64) (*Found, bool) {
 	l, err := s.polygonLayer(layer)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
-	return l.crossesBatch, true
+	return queueFound(b, len(x1), l.crossesBatch, x1, y1, x2, y2), true
 }
