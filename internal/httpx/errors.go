@@ -57,6 +57,17 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.Failed:          http.StatusInternalServerError,
 }
 
+// ClientClosed is the status of a request whose client left before its
+// answer (nginx's 499): never a server error, whatever the work it cut
+// short returned.
+const ClientClosed = 499
+
+// gone says whether the client of c has left: its request's context was
+// cancelled, not timed out.
+func gone(c *gin.Context) bool {
+	return errors.Is(c.Request.Context().Err(), context.Canceled)
+}
+
 // Status returns the HTTP status for err and the detail safe to show.
 // Anything it does not recognise is a 500 with a generic detail: driver and
 // SQL text never reach a client.
@@ -79,7 +90,7 @@ func Status(err error) (int, any) {
 		return http.StatusGatewayTimeout, "The request took too long and was cancelled."
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this body.
-		return 499, "Client closed request."
+		return ClientClosed, "Client closed request."
 	}
 	return http.StatusInternalServerError, "Internal server error."
 }
@@ -94,6 +105,14 @@ func Abort(c *gin.Context, err error) {
 	var ae *apperr.Error
 	errors.As(err, &ae)
 	reduced := ae != nil && ae.Kind == apperr.Reduced
+	if gone(c) {
+		// The client left, so whatever failed failed for that reason:
+		// PostgreSQL says "canceling statement due to user request", a
+		// render says its context ended. Nobody reads the answer, and
+		// nothing went wrong here.
+		status, detail, ae, reduced = ClientClosed, "Client closed request.", nil, false
+		Logger(c).Info("client closed request", "status", status, "err", err.Error())
+	}
 	if status >= 500 && !reduced {
 		Logger(c).Error("request failed", "status", status, "err", err.Error())
 	}

@@ -123,3 +123,46 @@ func TestRequestID(t *testing.T) {
 		})
 	}
 }
+
+// TestClientThatLeftIs499: whatever the work cut short returned when its
+// client left (PostgreSQL's "canceling statement due to user request", a
+// render's ended context), the request is a 499 logged at INFO, never a
+// 500 logged as an error.
+func TestClientThatLeftIs499(t *testing.T) {
+	var logs strings.Builder
+	r := NewRouter(newTestLogger(&logs), nil, TrustedProxies{})
+	cancelled := errors.New("ERROR: canceling statement due to user request (SQLSTATE 57014)")
+	r.GET("/render", func(c *gin.Context) { Abort(c, cancelled) })
+	for _, tc := range []struct {
+		name       string
+		leave      bool
+		wantStatus int
+		wantLevel  string
+	}{
+		{"ClientLeft", true, ClientClosed, `"level":"INFO"`},
+		{"ClientStayed", false, 500, `"level":"ERROR"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs.Reset()
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.leave {
+				cancel()
+			}
+			defer cancel()
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, httptest.NewRequest("GET", "/render", nil).WithContext(ctx))
+			if w.Code != tc.wantStatus {
+				t.Errorf("status = %d, want %d", w.Code, tc.wantStatus)
+			}
+			var failed string
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "57014") {
+					failed = line
+				}
+			}
+			if !strings.Contains(failed, tc.wantLevel) {
+				t.Errorf("the failure was logged as %q, want a line at %s", failed, tc.wantLevel)
+			}
+		})
+	}
+}
