@@ -154,7 +154,7 @@ func TestEventsOverHTTP(t *testing.T) {
 		{"BadTime", full, "POST", "/positions", `{"device":"a","time":"yesterday","lng":1,"lat":2}`, 422, "RFC 3339"},
 		{"BadKind", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["roam"]}`, 422, "enter"},
 		{"DwellWithoutTime", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["dwell"]}`, 422, "dwellSeconds"},
-		{"BadFilter", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"filter":"nosuch = 1"}`, 400, "nosuch"},
+		{"BadFilter", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"filter":"nosuch = 1"}`, 422, "nosuch"},
 		{"RemoteHTTPWebhook", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"webhook":"http://example.com/hook"}`, 422, "https"},
 		{"CredentialsInWebhook", full, "POST", "/subscriptions", `{"layer":"geofences","kinds":["enter"],"webhook":"https://u:p@example.com/hook"}`, 422, "credentials"},
 		{"EventsWithoutSubscription", full, "GET", "/events", "", 422, "subscription"},

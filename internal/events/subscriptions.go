@@ -63,7 +63,13 @@ func (s *Service) check(ctx context.Context, sub Subscription) error {
 	if sub.Filter == "" {
 		return nil
 	}
-	return s.filters.CheckFilter(ctx, sub.Layer, sub.Filter)
+	err := s.filters.CheckFilter(ctx, sub.Layer, sub.Filter)
+	if apperr.KindOf(err) == apperr.BadRequest {
+		// A filter the layer cannot take is a field of the body that is
+		// wrong, as every other field's problem is: a 422 that names it.
+		return apperr.InvalidField(apperr.MessageOf(err), "value_error", "body", "filter")
+	}
+	return err
 }
 
 // CreateSubscription stores sub for owner and returns it with its id and
