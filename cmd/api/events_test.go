@@ -196,3 +196,47 @@ func TestEventsNeedAnIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestDevicesPaged: GET /devices answers a page at a time by id, with
+// the cursor of the next page until the last, and a bad limit is a 422.
+func TestDevicesPaged(t *testing.T) {
+	_, dbURL := testenv.DBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	key := "devices-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	base, _ := startService(t, env)
+	for _, d := range []string{"e", "c", "a", "d", "b"} {
+		if status, _, body := call(t, "POST", base+"/positions", key, positionsBody(d, [2]float64{9.5, 50.5})); status != 202 {
+			t.Fatalf("POST /positions = %d %s", status, body)
+		}
+	}
+	var pages []string
+	after := ""
+	for range 5 {
+		status, _, body := call(t, "GET", base+"/devices?limit=2&after="+after, key, "")
+		var page struct {
+			Devices []struct{ ID string }
+			Next    *string
+		}
+		if err := json.Unmarshal(body, &page); status != 200 || err != nil {
+			t.Fatalf("GET /devices after %q = %d %s", after, status, body)
+		}
+		var ids []string
+		for _, d := range page.Devices {
+			ids = append(ids, d.ID)
+		}
+		pages = append(pages, strings.Join(ids, ","))
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+	}
+	if got, want := strings.Join(pages, " "), "a,b c,d e"; got != want {
+		t.Errorf("pages of two devices: %q, want %q", got, want)
+	}
+	for _, bad := range []string{"0", "1001", "x"} {
+		if status, _, body := call(t, "GET", base+"/devices?limit="+bad, key, ""); status != 422 || !strings.Contains(string(body), "limit") {
+			t.Errorf("GET /devices?limit=%s = %d %s, want 422 naming limit", bad, status, body)
+		}
+	}
+}

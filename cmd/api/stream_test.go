@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/testenv"
 )
 
@@ -194,5 +196,65 @@ func TestEventStream(t *testing.T) {
 	}
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("shutdown with a stream open took %v, want it ended at once", d)
+	}
+}
+
+// TestPrunedCursorOverHTTP: once retention has deleted events a reader
+// had not reached, its cursor is a 410 naming the oldest valid one, on a
+// page and on a stream (before the stream begins); from that cursor, or
+// with none, it reads on.
+func TestPrunedCursorOverHTTP(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_EVENTS": "1000/1s"}
+	key := "pruned-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	base, _ := startService(t, env)
+	const box = `{"type":"Feature","properties":{"name":"box"},"geometry":{"type":"Polygon","coordinates":[[[10,50],[11,50],[11,51],[10,51],[10,50]]]}}`
+	if status, _, body := call(t, "POST", base+"/geofences", key, box); status != 201 {
+		t.Fatalf("POST /geofences = %d %s", status, body)
+	}
+	status, _, body := call(t, "POST", base+"/subscriptions", key, `{"layer":"geofences","kinds":["enter","exit"]}`)
+	var sub struct{ ID string }
+	if err := json.Unmarshal(body, &sub); status != 201 || err != nil {
+		t.Fatalf("POST /subscriptions = %d %s", status, body)
+	}
+	if status, _, body := call(t, "POST", base+"/positions", key, positionsBody("d1", [2]float64{10.5, 50.5}, [2]float64{9.5, 50.5})); status != 202 {
+		t.Fatalf("POST /positions = %d %s", status, body)
+	}
+	ctx := context.Background()
+	var enter int64
+	err := pool.QueryRow(ctx, `UPDATE geogate.events SET created_at = now() - interval '31 days'
+WHERE subscription = $1::uuid AND kind = 'enter' RETURNING seq`, sub.ID).Scan(&enter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := events.NewRetention(pool, events.Keep{}, 0, nil, nil).PruneEvents(ctx, time.Now().Add(-720*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("PruneEvents() = %d, %v; want the enter pruned", n, err)
+	}
+	page := base + "/events?subscription=" + sub.ID
+	wantGone := fmt.Sprintf("after=%d", enter)
+	if status, _, body := call(t, "GET", page+"&after=0", key, ""); status != 410 || !strings.Contains(string(body), wantGone) {
+		t.Errorf("GET /events after 0 once pruned = %d %s, want 410 naming %s", status, body, wantGone)
+	}
+	req, _ := http.NewRequest("GET", base+"/events/stream?subscription="+sub.ID, nil)
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("Last-Event-ID", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 410 || !strings.Contains(string(streamed), wantGone) {
+		t.Errorf("GET /events/stream from 0 once pruned = %d %s, want 410 naming %s", resp.StatusCode, streamed, wantGone)
+	}
+	for _, q := range []string{"", fmt.Sprintf("&after=%d", enter)} {
+		status, _, body := call(t, "GET", page+q, key, "")
+		var got struct {
+			Events []struct{ Type string }
+		}
+		if err := json.Unmarshal(body, &got); status != 200 || err != nil || len(got.Events) != 1 || got.Events[0].Type != "io.geogate.geofence.exit" {
+			t.Errorf("GET /events%s = %d %s, want 200 with the exit alone", q, status, body)
+		}
 	}
 }

@@ -37,6 +37,9 @@ const (
 	// at fault, not the request and not a dependency's availability. Its
 	// message reaches the client, so it must name no SQL or driver text.
 	Failed
+	// Gone is a request for what is no longer kept, such as a cursor
+	// older than the retention; its message says where to go on from.
+	Gone
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

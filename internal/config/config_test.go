@@ -30,8 +30,8 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Redis.Pipeline != 16 {
 		t.Errorf("Redis.Pipeline = %d, want 16", c.Redis.Pipeline)
 	}
-	if c.Events.Keep != (events.Keep{}) {
-		t.Errorf("Events.Keep = %+v, want 0s (kept for ever)", c.Events.Keep)
+	if want := (events.Keep{Events: 720 * time.Hour}); c.Events.Keep != want {
+		t.Errorf("Events.Keep = %+v, want %+v (positions for ever, events 30 days)", c.Events.Keep, want)
 	}
 }
 

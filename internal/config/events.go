@@ -21,7 +21,9 @@ func loadEvents(r *reader, hooks webhook.Rules) Events {
 	return Events{
 		Keep: events.Keep{
 			Positions: r.durationOrZero("EVENTS_POSITIONS_RETENTION", 0),
-			Events:    r.durationOrZero("EVENTS_RETENTION", 0),
+			// Off only when asked: an outbox kept for ever grows with
+			// every event, read or not.
+			Events: r.durationOrZero("EVENTS_RETENTION", 30*24*time.Hour),
 		},
 		Settings: events.Settings{
 			MaxBatch:             r.integer("EVENTS_MAX_BATCH", 1000, 1, 100_000),

@@ -46,7 +46,7 @@ func pull(t testing.TB, svc *events.Service, owner, sub string) []outbox.Event {
 	var out []outbox.Event
 	var after int64
 	for {
-		evs, err := svc.Events(context.Background(), owner, sub, after, 100)
+		evs, next, err := svc.Events(context.Background(), owner, sub, after, 100)
 		if err != nil {
 			t.Fatalf("Events() = %v", err)
 		}
@@ -54,6 +54,6 @@ func pull(t testing.TB, svc *events.Service, owner, sub string) []outbox.Event {
 			return out
 		}
 		out = append(out, evs...)
-		after = evs[len(evs)-1].Seq
+		after = next
 	}
 }

@@ -290,23 +290,19 @@ func (h *Handler) Events(c *gin.Context) {
 		return
 	}
 	defer pass.Done()
-	evs, err := h.svc.Events(c.Request.Context(), owner, sub.ID, after, limit)
+	evs, next, err := h.svc.Events(c.Request.Context(), owner, sub.ID, after, limit)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	next := after
-	if len(evs) > 0 {
-		next = evs[len(evs)-1].Seq
-	}
 	c.JSON(http.StatusOK, gin.H{"events": evs, "next": strconv.FormatInt(next, 10)})
 }
 
-// pageParams reads the after cursor (a number; "" is the beginning) and
-// the page size.
+// pageParams reads the after cursor (a number; "" is the beginning, -1)
+// and the page size.
 func pageParams(after, limit string, max int) (int64, int, error) {
 	errs := &apperr.ValidationError{}
-	var a int64
+	a := int64(-1)
 	if after != "" {
 		var err error
 		if a, err = strconv.ParseInt(after, 10, 64); err != nil || a < 0 {
@@ -357,17 +353,30 @@ func (h *Handler) Positions(c *gin.Context) {
 	c.JSON(http.StatusOK, body)
 }
 
-// Devices serves GET /devices: the caller's devices where they were last.
+// Devices serves GET /devices: a page of the caller's devices where they
+// were last, by id, and the cursor to go on from (the last id; null on
+// the last page).
 func (h *Handler) Devices(c *gin.Context) {
+	q := httpx.Query(c)
+	errs := &apperr.ValidationError{}
+	limit := pageLimit(q.Get("limit"), h.svc.s.MaxPage, errs)
+	if err := errs.Err(); err != nil {
+		httpx.Abort(c, err)
+		return
+	}
 	owner, pass, ok := h.own(c)
 	if !ok {
 		return
 	}
 	defer pass.Done()
-	ds, err := h.svc.Devices(c.Request.Context(), owner)
+	ds, next, err := h.svc.Devices(c.Request.Context(), owner, q.Get("after"), limit)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"devices": ds})
+	body := gin.H{"devices": ds, "next": nil}
+	if next != "" {
+		body["next"] = next
+	}
+	c.JSON(http.StatusOK, body)
 }

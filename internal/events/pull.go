@@ -2,25 +2,42 @@ package events
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Events returns up to limit events of owner's subscription sub numbered
-// after after, in order (outbox.After).
-func (s *Service) Events(ctx context.Context, owner, sub string, after int64, limit int) ([]outbox.Event, error) {
+// after after (-1: the oldest kept), in order (outbox.After), and where
+// to go on from: the last one's number, or with none the cursor, or the
+// oldest valid one when it was the beginning. A cursor older than what
+// retention keeps is a 410 that names the oldest valid one.
+func (s *Service) Events(ctx context.Context, owner, sub string, after int64, limit int) ([]outbox.Event, int64, error) {
 	if _, err := s.Subscription(ctx, owner, sub); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []outbox.Event
+	var evs []outbox.Event
+	var through int64
 	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		var err error
-		out, err = outbox.After(ctx, conn, sub, after, limit)
+		evs, through, err = outbox.After(ctx, conn, sub, after, limit)
 		return err
 	})
-	return out, err
+	var pruned *outbox.Pruned
+	if errors.As(err, &pruned) {
+		return nil, 0, apperr.Wrap(apperr.Gone, fmt.Sprintf(
+			"Events up to %d of this subscription were deleted by retention (EVENTS_RETENTION): go on from after=%d, the oldest cursor still valid.",
+			pruned.Through, pruned.Through), err)
+	}
+	next := max(after, through)
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	return evs, next, err
 }
 
 // Device is a device's last position.
@@ -32,12 +49,15 @@ type Device struct {
 	Accuracy *float64  `json:"accuracy,omitempty"`
 }
 
-// Devices lists owner's devices with a position, by id.
-func (s *Service) Devices(ctx context.Context, owner string) ([]Device, error) {
-	out := []Device{}
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+// Devices lists up to limit of owner's devices with a position, by id,
+// those after the id after; next is the last one's id when the page is
+// full (more may follow), else "". It reads the (owner, device) key from
+// after on, so a page costs the same wherever it begins.
+func (s *Service) Devices(ctx context.Context, owner, after string, limit int) (ds []Device, next string, err error) {
+	ds = []Device{}
+	err = s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT device, lng, lat, time, accuracy FROM event_devices
-WHERE owner = $1 AND time IS NOT NULL ORDER BY device LIMIT 10000`, owner)
+WHERE owner = $1 AND device > $2 AND time IS NOT NULL ORDER BY device LIMIT $3`, owner, after, limit)
 		if err != nil {
 			return err
 		}
@@ -47,9 +67,12 @@ WHERE owner = $1 AND time IS NOT NULL ORDER BY device LIMIT 10000`, owner)
 			if err := rows.Scan(&d.ID, &d.Lng, &d.Lat, &d.Time, &d.Accuracy); err != nil {
 				return err
 			}
-			out = append(out, d)
+			ds = append(ds, d)
 		}
 		return rows.Err()
 	})
-	return out, err
+	if err == nil && len(ds) == limit {
+		next = ds[len(ds)-1].ID
+	}
+	return ds, next, err
 }

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/testenv"
 )
@@ -89,6 +91,54 @@ func TestRetentionPrunesOldEventsDeliveredOrPulled(t *testing.T) {
 		}
 		if got := devicesLeft(t, pool, "event_positions"); len(got) != 5 {
 			t.Errorf("batch %d: positions left %v, want all 5", batch, got)
+		}
+	}
+}
+
+// TestPrunedCursorIsGone: a reader whose cursor is older than what
+// retention kept is told so, with the oldest cursor still valid, rather
+// than silently missing what was pruned; from that cursor, or from the
+// beginning, it reads on.
+func TestPrunedCursorIsGone(t *testing.T) {
+	pool := testenv.DemoDB(t)
+	retentionRows(t, pool)
+	ctx := context.Background()
+	var oldest int64
+	if err := pool.QueryRow(ctx, `SELECT min(seq) FROM geogate.events`).Scan(&oldest); err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, pool, events.Settings{MaxPage: 100})
+	const sub = "00000000-0000-0000-0000-0000000000aa"
+	if _, _, err := svc.Events(ctx, "key:r", sub, oldest, 100); err != nil {
+		t.Fatalf("Events() before any prune = %v", err)
+	}
+	if _, err := events.NewRetention(pool, events.Keep{}, 0, nil, nil).PruneEvents(ctx, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var through int64
+	if err := pool.QueryRow(ctx, `SELECT max(seq) FROM geogate.events WHERE device LIKE 'old-%' AND state IN ('pending', 'dead')`).Scan(&through); err != nil {
+		t.Fatal(err)
+	}
+	through++ // old-pull follows old-dead: the last one pruned
+	_, _, err := svc.Events(ctx, "key:r", sub, oldest, 100)
+	if apperr.KindOf(err) != apperr.Gone || !strings.Contains(apperr.MessageOf(err), fmt.Sprintf("after=%d", through)) {
+		t.Fatalf("Events(after %d) once pruned = %v, want Gone naming after=%d", oldest, err, through)
+	}
+	for _, after := range []int64{through, -1} {
+		evs, _, err := svc.Events(ctx, "key:r", sub, after, 100)
+		if err != nil {
+			t.Fatalf("Events(after %d) = %v", after, err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.Device)
+		}
+		want := []string{"new-pending", "new-delivered", "new-dead", "new-pull"}
+		if after == -1 {
+			want = append([]string{"old-pending", "old-dead"}, want...)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Events(after %d) = %v, want %v", after, got, want)
 		}
 	}
 }

@@ -175,7 +175,7 @@ func TestOwnersAreApart(t *testing.T) {
 	if got := len(pull(t, svc, "key:two", theirs)); got != 0 {
 		t.Errorf("key:two's events = %d, want 0", got)
 	}
-	if _, err := svc.Events(context.Background(), "key:two", mine, 0, 10); err == nil {
+	if _, _, err := svc.Events(context.Background(), "key:two", mine, 0, 10); err == nil {
 		t.Error("key:two read key:one's subscription's events, want not found")
 	}
 }
@@ -249,14 +249,13 @@ func TestReadersMissNothing(t *testing.T) {
 			finished = true
 		default:
 		}
-		evs, err := svc.Events(context.Background(), "key:one", sub, after, 7)
+		evs, next, err := svc.Events(context.Background(), "key:one", sub, after, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen = append(seen, evs...)
-		if len(evs) > 0 {
-			after = evs[len(evs)-1].Seq
-		} else if finished {
+		after = next
+		if len(evs) == 0 && finished {
 			break
 		}
 	}

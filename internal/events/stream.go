@@ -64,6 +64,13 @@ func (h *Handler) Stream(c *gin.Context) {
 	if !ok {
 		return
 	}
+	// A cursor older than what is kept is answered before the stream
+	// begins, as GET /events answers it.
+	if _, _, err := h.svc.Events(c.Request.Context(), owner, sub.ID, after, 0); err != nil {
+		pass.Done()
+		httpx.Abort(c, err)
+		return
+	}
 	// The connect is one request; each read of the outbox after it is
 	// admitted and charged on its own (stream.read), so a stream holds
 	// no in-flight slot while it lasts.
@@ -88,7 +95,7 @@ func streamCursor(lastID, after string) (int64, error) {
 		raw, loc = lastID, []any{"header", "Last-Event-ID"}
 	}
 	if raw == "" {
-		return 0, nil
+		return -1, nil // the oldest event kept
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 0 {
@@ -178,9 +185,11 @@ func (s *stream) read(ctx context.Context) (more, ok bool) {
 		return false, true
 	}
 	defer pass.Done()
-	evs, err := s.h.svc.Events(ctx, s.owner, s.sub, s.after, s.h.svc.s.MaxPage)
+	evs, _, err := s.h.svc.Events(ctx, s.owner, s.sub, s.after, s.h.svc.s.MaxPage)
 	if err != nil {
-		if ctx.Err() == nil && apperr.KindOf(err) != apperr.NotFound {
+		// A subscription deleted, or a cursor that fell behind retention
+		// (the client's reconnect is told so), ends the stream quietly.
+		if k := apperr.KindOf(err); ctx.Err() == nil && k != apperr.NotFound && k != apperr.Gone {
 			s.log.Warn("event stream ended", "subscription", s.sub, "err", err.Error())
 		}
 		return false, false

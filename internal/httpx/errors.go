@@ -55,6 +55,7 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.Timeout:         http.StatusGatewayTimeout,
 	apperr.BadRequest:      http.StatusBadRequest,
 	apperr.Failed:          http.StatusInternalServerError,
+	apperr.Gone:            http.StatusGone,
 }
 
 // ClientClosed is the status of a request whose client left before its

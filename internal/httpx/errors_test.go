@@ -27,6 +27,7 @@ func TestStatus(t *testing.T) {
 		{"WrappedForbidden", fmt.Errorf("check: %w", apperr.New(apperr.Forbidden, "Outside your scope.")), 403, "Outside your scope."},
 		{"CauseHidden", apperr.Wrap(apperr.Unavailable, "Database unavailable.", errors.New("dial tcp 10.0.0.1:5432: refused")), 503, "Database unavailable."},
 		{"Deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 504, "The request took too long and was cancelled."},
+		{"Gone", apperr.New(apperr.Gone, "Go on from after=12."), 410, "Go on from after=12."},
 		{"UnknownIsGeneric", errors.New(`ERROR: syntax error at or near "SELECT" (SQLSTATE 42601)`), 500, "Internal server error."},
 		{"InvalidKindIsAList", fmt.Errorf("create key: %w", apperr.New(apperr.Invalid, "A key id is 1 to 64 letters.")), 422,
 			[]apperr.FieldError{{Loc: []any{}, Msg: "A key id is 1 to 64 letters.", Type: "value_error"}}},

@@ -58,10 +58,21 @@
     });
   }
 
+  // allDevices reads the devices page by page from after on, at most
+  // pages pages: a demo map that polls every two seconds shows the first
+  // thousand or so by id.
+  function allDevices(after, got, pages) {
+    var q = after ? '?after=' + encodeURIComponent(after) : '';
+    return getJSON('/devices' + q).then(function (ans) {
+      got = got.concat(ans.devices);
+      return ans.next && pages > 1 ? allDevices(ans.next, got, pages - 1) : got;
+    });
+  }
+
   function pollDevices() {
     if (!state.on) { return; }
-    getJSON('/devices').then(function (ans) {
-      if (state.on) { showDevices(ans.devices); }
+    allDevices('', [], 10).then(function (devs) {
+      if (state.on) { showDevices(devs); }
     }).catch(function (err) {
       setStatus('Devices: ' + err.message);
     }).then(function () {
