@@ -26,6 +26,10 @@ type Settings struct {
 	Own string
 	// DefaultLimit and MaxLimit bound an items page.
 	DefaultLimit, MaxLimit int
+	// MaxPageBytes ends an items page early, with a next link, once the
+	// features written reach it (0: DefaultMaxPageBytes). A page is
+	// written as its rows arrive, so it bounds the answer, not memory.
+	MaxPageBytes int
 	// CursorKey signs next links; empty means a random key per start.
 	CursorKey string
 	// PublicURL, when set, starts every link the Handler writes; else
@@ -43,8 +47,9 @@ type Settings struct {
 
 // Defaults for Settings left zero.
 const (
-	DefaultLimit = 10
-	MaxLimit     = 10000
+	DefaultLimit        = 10
+	MaxLimit            = 10000
+	DefaultMaxPageBytes = 32 << 20
 )
 
 // Service answers feature queries over the layers of a catalog, for the
@@ -142,3 +147,11 @@ func (s *Service) layer(ctx context.Context, id string) (*layerSQL, error) {
 
 // Limits are the page sizes an items request may ask for.
 func (s *Service) Limits() (def, max int) { return s.s.DefaultLimit, s.s.MaxLimit }
+
+// maxPageBytes is the byte budget of an items page.
+func (s *Service) maxPageBytes() int {
+	if s.s.MaxPageBytes > 0 {
+		return s.s.MaxPageBytes
+	}
+	return DefaultMaxPageBytes
+}

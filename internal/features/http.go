@@ -212,9 +212,27 @@ func (h *Handler) Items(c *gin.Context) {
 		return
 	}
 	defer pass.Done()
-	p, err := h.svc.items(c.Request.Context(), id, v)
+	w := httpx.NewAnswer(c, typeGeoJSON)
+	w.WriteString(`{"type":"FeatureCollection","features":[`)
+	budget := h.svc.maxPageBytes()
+	begin := func(crs CRS) {
+		w.Header = func() {
+			setContentCRS(c, crs)
+			httpx.SetHeader(c, pass.Header())
+		}
+	}
+	n := 0
+	p, err := h.svc.items(c.Request.Context(), id, v, begin, func(f Feature) (bool, error) {
+		if n > 0 {
+			w.WriteByte(',')
+		}
+		n++
+		writeFeature(w, f)
+		return w.Written() >= budget, w.Err()
+	})
 	if err != nil {
-		httpx.Abort(c, err)
+		pass.Spent(gate.Usage{Bytes: w.Written()})
+		w.Fail(err)
 		return
 	}
 	base := h.base(c)
@@ -226,30 +244,21 @@ func (h *Handler) Items(c *gin.Context) {
 	if p.Cursor != "" {
 		links = append(links, Link{Href: withQuery(href, v, p.Cursor), Rel: "next", Type: typeGeoJSON, Title: "The next page"})
 	}
-	var b bytes.Buffer
-	b.Grow(256 + 200*len(p.Features))
-	b.WriteString(`{"type":"FeatureCollection","features":[`)
-	for i, f := range p.Features {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeFeature(&b, f)
-	}
-	b.WriteString(`],"numberMatched":`)
-	b.WriteString(strconv.FormatInt(p.Matched, 10))
-	b.WriteString(`,"numberReturned":`)
-	b.WriteString(strconv.Itoa(len(p.Features)))
-	b.WriteString(`,"timeStamp":"`)
-	b.WriteString(time.Now().UTC().Format(time.RFC3339))
-	b.WriteString(`","links":`)
+	w.WriteString(`],"numberMatched":`)
+	w.WriteString(strconv.FormatInt(p.Matched, 10))
+	w.WriteString(`,"numberReturned":`)
+	w.WriteString(strconv.Itoa(p.Returned))
+	w.WriteString(`,"timeStamp":"`)
+	w.WriteString(time.Now().UTC().Format(time.RFC3339))
+	w.WriteString(`","links":`)
 	lj, _ := json.Marshal(links)
-	b.Write(lj)
-	b.WriteByte('}')
-	setContentCRS(c, p.CRS)
-	pass.Spent(gate.Usage{Cost: gate.PageCost(len(p.Features), b.Len()), Bytes: b.Len()})
-	pass.Settle() // the answer is whole: its headers show the budget as settled
-	httpx.SetHeader(c, pass.Header())
-	c.Data(http.StatusOK, typeGeoJSON, b.Bytes())
+	w.Write(lj)
+	w.WriteByte('}')
+	pass.Spent(gate.Usage{Cost: gate.PageCost(p.Returned, w.Written()), Bytes: w.Written()})
+	if !w.Committed() {
+		pass.Settle() // the answer is whole: its headers show the budget as settled
+	}
+	w.Finish()
 }
 
 // withQuery is href with v's parameters, cursor replaced.
@@ -277,7 +286,7 @@ func setContentCRS(c *gin.Context, crs CRS) {
 	}
 }
 
-func writeFeature(b *bytes.Buffer, f Feature) {
+func writeFeature(b featureWriter, f Feature) {
 	b.WriteString(`{"type":"Feature","id":`)
 	b.Write(f.ID)
 	b.WriteString(`,"geometry":`)
@@ -289,6 +298,14 @@ func writeFeature(b *bytes.Buffer, f Feature) {
 	b.WriteString(`,"properties":`)
 	b.Write(f.Properties)
 	b.WriteByte('}')
+}
+
+// featureWriter is what writeFeature writes to: a bytes.Buffer or an
+// httpx.Answer.
+type featureWriter interface {
+	Write(p []byte) (int, error)
+	WriteString(s string) (int, error)
+	WriteByte(b byte) error
 }
 
 // Item serves /collections/{collectionId}/items/{featureId}, with an ETag

@@ -1,6 +1,7 @@
 package features
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
@@ -22,16 +24,22 @@ type Feature struct {
 	ID, Properties, Geometry []byte
 }
 
-// Page is one page of items.
+// Page is what is known of a page of items once its features are
+// written.
 type Page struct {
-	Features []Feature
+	// Returned is how many features it has.
+	Returned int
 	// Matched is how many features the query matched when its first page
 	// was read.
 	Matched int64
 	// Cursor resumes after this page; "" on the last.
 	Cursor string
-	CRS    CRS
 }
+
+// pageOut takes a page's features as their rows arrive, in order; full
+// says the page's byte budget is spent with this one: the page ends
+// there, with a cursor.
+type pageOut func(f Feature) (full bool, err error)
 
 // itemsRequest is an items request, checked: the layer, the query, the
 // string its cursors are bound to, and the page it resumes after (nil on
@@ -101,16 +109,20 @@ func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Stat
 	return r.batch(s.s.Own), nil
 }
 
-// Items reads one page of collection id's features as the query
-// parameters v ask.
-func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, error) {
+// items reads one page of collection id's features as the query
+// parameters v ask, handing each to out as its row arrives; begin is
+// called first with the page's CRS, once the request is checked. No page
+// is held whole: a feature is written from the row's own bytes and
+// dropped.
+func (s *Service) items(ctx context.Context, id string, v url.Values, begin func(CRS), out pageOut) (Page, error) {
 	r, err := s.checkItems(ctx, id, v)
 	if err != nil {
 		return Page{}, err
 	}
-	l, q, resumed := r.l, r.q, r.resumed
-	out := Page{Features: []Feature{}, CRS: q.crs}
+	begin(r.q.crs)
+	var p Page
 	var last position
+	var more bool
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		b := &pgx.Batch{}
 		for _, st := range r.batch(s.s.Own) {
@@ -122,52 +134,63 @@ func (s *Service) items(ctx context.Context, id string, v url.Values) (Page, err
 		if err != nil {
 			return err
 		}
-		last, err = scanPage(rows, l, q, &out)
+		p.Returned, last, more, err = writePage(rows, r.l, r.q, out)
 		if err != nil {
 			return err
 		}
-		if resumed != nil {
-			out.Matched = resumed.Matched
+		if r.resumed != nil {
+			p.Matched = r.resumed.Matched
 			return nil
 		}
-		return res.QueryRow().Scan(&out.Matched)
+		return res.QueryRow().Scan(&p.Matched)
 	})
 	if err != nil {
 		return Page{}, badValue(err)
 	}
-	if len(out.Features) > q.limit {
-		out.Features = out.Features[:q.limit]
-		out.Cursor = s.cursors.encode(r.binding, page{Sort: last.sort, Key: last.key, Matched: out.Matched})
+	if more {
+		p.Cursor = s.cursors.encode(r.binding, page{Sort: last.sort, Key: last.key, Matched: p.Matched})
 	}
-	return out, nil
+	return p, nil
 }
 
-// scanPage reads a page's rows into out and returns the position of the
-// last feature of the page proper (the row before the extra one).
-func scanPage(rows pgx.Rows, l *layerSQL, q *query, out *Page) (position, error) {
+// writePage hands the rows of a page to out, up to the page's limit or
+// until out says the page is full, and returns how many it handed, the
+// position of the last, and whether more may follow. Rows left when the
+// page fills are read off and dropped (rows.Close), so that the batch's
+// count can be read. Each feature is made of the row's own bytes, valid
+// until the next row: nothing of a row outlives out.
+func writePage(rows pgx.Rows, l *layerSQL, q *query, out pageOut) (n int, last position, more bool, err error) {
 	defer rows.Close()
-	var last position
-	dest := make([]any, 3+len(q.sort))
-	var key string
-	var props, geom []byte
-	sorts := make([]*string, len(q.sort))
-	dest[0], dest[1], dest[2] = &key, &props, &geom
-	for i := range sorts {
-		dest[3+i] = &sorts[i]
+	jsonb := make([]bool, len(rows.FieldDescriptions()))
+	for i, fd := range rows.FieldDescriptions() {
+		jsonb[i] = fd.DataTypeOID == pgtype.JSONBOID && fd.Format == pgx.BinaryFormatCode
 	}
 	for rows.Next() {
-		geom = nil
-		if err := rows.Scan(dest...); err != nil {
-			return last, err
+		if n == q.limit {
+			return n, last, true, rows.Err()
 		}
-		if len(out.Features) < q.limit {
-			out.Features = append(out.Features, Feature{ID: l.keyJSON(key), Properties: props, Geometry: geom})
-			last = position{sort: append([]*string(nil), sorts...), key: key}
-		} else {
-			out.Features = append(out.Features, Feature{}) // says there is more
+		raw := rows.RawValues()
+		props := raw[1]
+		if jsonb[1] && len(props) > 0 {
+			props = props[1:] // the binary jsonb's version byte
+		}
+		full, err := out(Feature{ID: l.keyJSON(string(raw[0])), Properties: props, Geometry: raw[2]})
+		if err != nil {
+			return n, last, false, err
+		}
+		n++
+		last = position{sort: make([]*string, len(q.sort)), key: string(raw[0])}
+		for i := range q.sort {
+			if v := raw[3+i]; v != nil {
+				s := string(v)
+				last.sort[i] = &s
+			}
+		}
+		if full {
+			return n, last, rows.Next(), rows.Err() // a row beyond says more follow
 		}
 	}
-	return last, rows.Err()
+	return n, last, false, rows.Err()
 }
 
 // itemsQuery checks v against layer l and returns the query, and the
@@ -265,23 +288,28 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 	if !l.validKey(featureID) {
 		return Feature{}, CRS{}, errNoFeature
 	}
-	var out Page
+	var f *Feature
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		sql, args := l.pageSQL(q, s.s.Own)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
-		_, err = scanPage(rows, l, q, &out)
+		_, _, _, err = writePage(rows, l, q, func(one Feature) (bool, error) {
+			// The row's bytes are the driver's until the next row: keep
+			// a copy.
+			f = &Feature{ID: one.ID, Properties: bytes.Clone(one.Properties), Geometry: bytes.Clone(one.Geometry)}
+			return true, nil
+		})
 		return err
 	})
 	if err := badValue(err); err != nil {
 		return Feature{}, CRS{}, err
 	}
-	if len(out.Features) == 0 {
+	if f == nil {
 		return Feature{}, CRS{}, errNoFeature
 	}
-	return out.Features[0], q.crs, nil
+	return *f, q.crs, nil
 }
 
 var errNoFeature = apperr.New(apperr.NotFound, "No such feature in this collection.")

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// heavyTable makes public.heavy: n point features whose note property
+// is size bytes long.
+func heavyTable(t *testing.T, pool *pgxpool.Pool, n, size int) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), fmt.Sprintf(`
+CREATE TABLE public.heavy (id integer PRIMARY KEY, note text, geom geometry(Point, 4326));
+INSERT INTO public.heavy
+SELECT g, repeat(md5(g::text), %d), ST_SetSRID(ST_MakePoint(g * 0.001, 0), 4326) FROM generate_series(1, %d) g`, size/32, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// itemsPage is what the tests read of an items page.
+type itemsPage struct {
+	Features []struct {
+		ID int `json:"id"`
+	} `json:"features"`
+	NumberMatched  int `json:"numberMatched"`
+	NumberReturned int `json:"numberReturned"`
+	Links          []struct{ Rel, Href string }
+}
+
+func (p itemsPage) next() string {
+	for _, l := range p.Links {
+		if l.Rel == "next" {
+			return l.Href
+		}
+	}
+	return ""
+}
+
+// TestItemsPageByteBudget: a page asking for more than
+// FEATURES_MAX_PAGE_BYTES ends early with a next link, and following the
+// links reads every feature once.
+func TestItemsPageByteBudget(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	heavyTable(t, pool, 40, 100<<10)
+	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "FEATURES_MAX_PAGE_BYTES": "1048576",
+		"RATELIMIT_FEATURES": "100000/1s", "RATELIMIT_DATABASE": "1000000ms/1s"})
+	seen := map[int]int{}
+	url := base + "/collections/heavy/items?limit=1000"
+	pages := 0
+	for url != "" && pages < 40 {
+		pages++
+		status, _, body := call(t, "GET", url, "", "")
+		var p itemsPage
+		if err := json.Unmarshal(body, &p); status != 200 || err != nil {
+			t.Fatalf("GET %s = %d, %v", url, status, err)
+		}
+		if p.NumberReturned != len(p.Features) || len(p.Features) == 0 || len(p.Features) > 11 {
+			t.Errorf("page %d: %d features (numberReturned %d), want 1 to 11 of 100 KiB within 1 MiB", pages, len(p.Features), p.NumberReturned)
+		}
+		if pages == 1 && p.NumberMatched != 40 {
+			t.Errorf("numberMatched = %d, want 40", p.NumberMatched)
+		}
+		for _, f := range p.Features {
+			seen[f.ID]++
+		}
+		url = p.next()
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d features read over %d pages, want all 40", len(seen), pages)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("feature %d read %d times", id, n)
+		}
+	}
+}
+
+// heapInUse reads the process's Go heap in use from its metrics.
+func heapInUse(t *testing.T, base string) float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	t.Fatal("no go_memstats_heap_inuse_bytes in /metrics")
+	return 0
+}
+
+// TestItemsStreamedWithinMemory: an items page is written as its rows
+// arrive. One client reads a page of 200 features of 1 MiB properties
+// (200 MiB) while ten others read it at the same time, and the
+// service's heap grows by less than 96 MiB: each request holds the
+// driver's buffer of one row (2 MiB for a row of 1 MiB) and 64 KiB of
+// answer, and the garbage collector lets the heap reach about twice what
+// is live. Held whole, the pages would take over 2 GiB.
+func TestItemsStreamedWithinMemory(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	heavyTable(t, pool, 200, 1<<20)
+	p := startProcess(t, map[string]string{
+		"DATABASE_URL": dbURL, "REDIS_URL": testenv.Getenv(t, "TEST_REDIS_URL"),
+		"FEATURES_MAX_PAGE_BYTES": strconv.Itoa(1 << 30), "DB_QUERY_TIMEOUT": "2m", "HTTP_WRITE_TIMEOUT": "5m",
+		"RATELIMIT_FEATURES": "100000/1s", "RATELIMIT_DATABASE": "100000000ms/1s", "AUTH_ANONYMOUS_SCOPES": "features:read",
+	})
+	url := p.base + "/collections/heavy/items?limit=1000"
+	// A page first, so that pools and caches are as they will stay.
+	if resp, err := http.Get(p.base + "/collections/heavy/items?limit=1"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET a first page: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	before := heapInUse(t, p.base)
+	var peak float64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peak = max(peak, heapInUse(t, p.base))
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond): // a sample's period: the heap moves slower
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	sizes := make([]int64, 11)
+	errs := make([]error, 11)
+	for i := range sizes {
+		wg.Go(func() {
+			resp, err := http.Get(url)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				errs[i] = fmt.Errorf("status %d", resp.StatusCode)
+				return
+			}
+			sizes[i], errs[i] = io.Copy(io.Discard, resp.Body)
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	for i := range sizes {
+		if errs[i] != nil || sizes[i] < 200<<20 {
+			t.Errorf("client %d read %d bytes, %v; want the whole page, over 200 MiB", i, sizes[i], errs[i])
+		}
+	}
+	if grew := peak - before; grew > 96<<20 {
+		t.Errorf("the heap grew by %.0f MiB (%.0f to a peak of %.0f) while 11 clients read a 200 MiB page, want under 96 MiB",
+			grew/(1<<20), before/(1<<20), peak/(1<<20))
+	} else {
+		t.Logf("heap %.0f MiB before, peak %.0f MiB", before/(1<<20), peak/(1<<20))
+	}
+}
