@@ -48,57 +48,58 @@ ORDER BY pt.i, f.id`
 
 // Contains returns the features of layer holding p (boundary included),
 // by key, with their properties and without their geometries; layer ""
-// is the built-in fences. It fails with apperr.NotFound for an unknown
-// layer and with a validation error for a layer without polygons.
-func (s *Service) Contains(ctx context.Context, layer string, p Point) ([]Feature, error) {
-	if layer == "" {
-		return s.fencesContaining(ctx, p)
+// is the built-in fences. They stop before the one that would take them
+// past maxBytes encoded (0: no bound; the first always fits), and cut
+// says so. It fails with apperr.NotFound for an unknown layer and with a
+// validation error for a layer without polygons.
+func (s *Service) Contains(ctx context.Context, layer string, p Point, maxBytes int) (fs []Feature, cut bool, err error) {
+	sql := containsSQL
+	var l *layerSQL
+	if layer != "" {
+		if l, err = s.polygonLayer(layer); err != nil {
+			return nil, false, err
+		}
+		sql = l.containsOne
 	}
-	l, err := s.polygonLayer(layer)
-	if err != nil {
-		return nil, err
-	}
-	fs := []Feature{}
+	fs = []Feature{}
 	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, l.containsOne, p.Lng, p.Lat)
+		rows, err := conn.Query(ctx, sql, p.Lng, p.Lat)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		page := pageBytes{max: maxBytes}
 		for rows.Next() {
-			var f Feature
-			var key string
-			var name *string
-			if err := rows.Scan(&key, &name, &f.Props); err != nil {
+			f, err := scanContaining(rows, l)
+			if err != nil {
 				return err
 			}
-			f.Key, f.Name, f.NoName = l.keyJSON(key), deref(name), name == nil
+			if !page.fits(featureSize(f, false)) {
+				cut = true
+				return nil // the rest are read off and dropped
+			}
 			fs = append(fs, f)
 		}
 		return rows.Err()
 	})
-	return fs, err
+	return fs, cut, err
 }
 
-// fencesContaining is Contains on the built-in fences.
-func (s *Service) fencesContaining(ctx context.Context, p Point) ([]Feature, error) {
-	var fs []Feature
-	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, containsSQL, p.Lng, p.Lat)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f Feature
-			if err := rows.Scan(&f.ID, &f.Name, &f.Props); err != nil {
-				return err
-			}
-			fs = append(fs, f)
-		}
-		return rows.Err()
-	})
-	return fs, err
+// scanContaining reads a row of containsSQL (l nil: the built-in fences)
+// or of l's containsOne.
+func scanContaining(rows pgx.Rows, l *layerSQL) (Feature, error) {
+	var f Feature
+	if l == nil {
+		err := rows.Scan(&f.ID, &f.Name, &f.Props)
+		return f, err
+	}
+	var key string
+	var name *string
+	if err := rows.Scan(&key, &name, &f.Props); err != nil {
+		return f, err
+	}
+	f.Key, f.Name, f.NoName = l.keyJSON(key), deref(name), name == nil
+	return f, nil
 }
 
 // polygonLayer returns the statements of the published layer id, which

@@ -371,3 +371,40 @@ func TestOutsideScopeNamesWhatLeftIt(t *testing.T) {
 		})
 	}
 }
+
+// TestContainsBoundedAnswer: the features holding a point stop before
+// the one that would take the answer past GEOFENCE_MAX_PAGE_BYTES, and
+// the answer says it was cut; within the bound it is whole and says
+// nothing of the kind.
+func TestContainsBoundedAnswer(t *testing.T) {
+	pool := newDB(t)
+	svc, whole := newTestService(t, pool, testTimeouts)
+	rules := testRules
+	rules.MaxPageBytes = 64 << 10
+	cut := contract.Wrap(t, testRouter(svc, rules, nil), rules.Limits)
+	note := strings.Repeat("n", 40<<10)
+	for i := range 3 {
+		body := fmt.Sprintf(`{"type":"Feature","properties":{"name":"f%d","note":%q},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}}`, i, note)
+		if status, b := do(t, whole, "POST", "/geofences", body); status != 201 {
+			t.Fatalf("POST /geofences = %d %s", status, b)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		h      http.Handler
+		fences int
+		cut    bool
+	}{{"Whole", whole, 3, false}, {"Cut", cut, 1, true}} {
+		status, b := do(t, tc.h, "GET", "/geofences/contains?lng=0.5&lat=0.5", "")
+		var got struct {
+			Fences    []json.RawMessage
+			Truncated *bool
+		}
+		if err := json.Unmarshal(b, &got); status != 200 || err != nil {
+			t.Fatalf("%s: GET /geofences/contains = %d %v", tc.name, status, err)
+		}
+		if len(got.Fences) != tc.fences || (got.Truncated != nil) != tc.cut || tc.cut && !*got.Truncated {
+			t.Errorf("%s: %d fences, truncated %v; want %d, cut %v", tc.name, len(got.Fences), got.Truncated, tc.fences, tc.cut)
+		}
+	}
+}

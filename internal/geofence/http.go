@@ -354,7 +354,7 @@ func (h *Handler) Contains(c *gin.Context) {
 	if !h.check(c, p.Lng, p.Lat, 0) {
 		return
 	}
-	fs, err := h.svc.Contains(c.Request.Context(), layer, p)
+	fs, cut, err := h.svc.Contains(c.Request.Context(), layer, p, h.rules.MaxPageBytes)
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -374,7 +374,11 @@ func (h *Handler) Contains(c *gin.Context) {
 		b = appendProps(b, f, nil)
 		b = append(b, '}')
 	}
-	b = append(b, "]}"...)
+	b = append(b, ']')
+	if cut {
+		b = append(b, `,"truncated":true`...)
+	}
+	b = append(b, '}')
 	pass.Spent(gate.Usage{Bytes: len(b)})
 	pass.Settle() // the answer is whole: its headers show the budget as settled
 	httpx.SetHeader(c, pass.Header())
