@@ -7,6 +7,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/config"
 	"github.com/geogate/geogate/internal/fairshare"
+	"github.com/geogate/geogate/internal/peer"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -21,13 +22,16 @@ func newFairQueue(f config.FairShare, reg prometheus.Registerer) pg.Queue {
 	return q
 }
 
-// fairCaller names the request's caller to the fair queue, as the
-// identity it is rate limited as, weighted by its tier.
+// fairCaller names the request's caller to the fair queue: the identity
+// it is rate limited as, grouped as DB_FAIR_IDENTITY says (the keys of
+// one account, anonymous callers of one network), weighted by its tier.
 func fairCaller(s fairshare.Settings) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
 		id := auth.FromContext(ctx)
-		c.Request = c.Request.WithContext(fairshare.WithCaller(ctx, id.LimitKey(), s.Weight(id.Tier)))
+		name := s.Group.Name(fairshare.Caller{Key: id.LimitKey(), Account: id.Account, Tier: id.Tier,
+			Anonymous: id.Anonymous, Addr: peer.Of(c.Request).Addr})
+		c.Request = c.Request.WithContext(fairshare.WithCaller(ctx, name, s.Weight(id.Tier)))
 		c.Next()
 	}
 }

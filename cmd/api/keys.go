@@ -70,6 +70,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	name := fs.String("name", "", "public key id: letters, digits, '_', '.', '-' (required)")
 	scopes := fs.String("scopes", "", "comma-separated scopes, or all (required)")
 	tier := fs.String("tier", "", "rate tier")
+	account := fs.String("account", "", "the client the key belongs to: its keys share one fair share of the database")
 	expires := fs.Duration("expires", 0, "lifetime, such as 720h (default: never expires)")
 	bbox := fs.String("bbox", "", "spatial scope minLng,minLat,maxLng,maxLat")
 	scopeFile := fs.String("scope-geojson", "", "spatial scope: file holding a GeoJSON Polygon or MultiPolygon")
@@ -84,7 +85,10 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if *name == "" || *scopes == "" {
 		return errors.New("keys create: --name and --scopes are required")
 	}
-	k := auth.Key{ID: *name, Tier: *tier, Notes: *notes}
+	k := auth.Key{ID: *name, Tier: *tier, Account: *account, Notes: *notes}
+	if k.Account != "" && !auth.ValidAccount(k.Account) {
+		return errors.New("keys create: --account is 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
+	}
 	var err error
 	if k.Scopes, err = parseScopes(*scopes); err != nil {
 		return err

@@ -64,6 +64,7 @@ type View struct {
 	Notes               string            `json:"notes"`
 	Scopes              []string          `json:"scopes"`
 	Tier                *string           `json:"tier"`
+	Account             *string           `json:"account"`
 	SpatialScope        json.RawMessage   `json:"spatial_scope"`
 	SpatialScopeError   *string           `json:"spatial_scope_error"`
 	Layers              []string          `json:"layers"`
@@ -78,7 +79,7 @@ type View struct {
 func ViewOf(k auth.Key, now time.Time) View {
 	v := View{
 		ID: k.ID, Status: Status(k, now), Notes: k.Notes, Scopes: nonNil(k.Scopes), Tier: nullable(k.Tier),
-		SpatialScope: k.SpatialJSON(), Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
+		Account: nullable(k.Account), SpatialScope: k.SpatialJSON(), Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, PreviousSecretUntil: k.PreviousSecretUntil,
 	}
 	if k.InvalidSpatial != nil {
@@ -350,7 +351,7 @@ func members(body []byte, optional bool, allowed ...string) (map[string]json.Raw
 
 // The members of each body.
 var (
-	changeMembers = []string{"notes", "scopes", "tier", "spatial_scope", "layers", "expires_at", "overrides"}
+	changeMembers = []string{"notes", "scopes", "tier", "account", "spatial_scope", "layers", "expires_at", "overrides"}
 	createMembers = append([]string{"id"}, changeMembers...)
 )
 
@@ -436,6 +437,15 @@ func readChange(m map[string]json.RawMessage, errs *apperr.ValidationError) Chan
 				errs.Add("A tier name, or null for none.", "string_too_short", "body", "tier")
 			}
 			ch.Tier.V = *t
+		}
+	}
+	if raw, ok := m["account"]; ok {
+		var a *string
+		if ch.Account.Set = decode(raw, &a, errs, "account"); a != nil {
+			if *a == "" {
+				errs.Add("An account name, or null for none.", "string_too_short", "body", "account")
+			}
+			ch.Account.V = *a
 		}
 	}
 	if raw, ok := m["spatial_scope"]; ok {

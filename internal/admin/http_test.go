@@ -56,7 +56,7 @@ func send(t *testing.T, h http.Handler, method, path, body string) answer {
 func TestHandlerWalk(t *testing.T) {
 	s, _ := newService(t, "geofence")
 	r := testRouter(NewHandler(s, nil))
-	created := send(t, r, "POST", "/admin/keys", `{"id":"acme","scopes":["tiles:read"],"tier":"gold","notes":"n",
+	created := send(t, r, "POST", "/admin/keys", `{"id":"acme","scopes":["tiles:read"],"tier":"gold","account":"acme-corp","notes":"n",
 		"spatial_scope":[13,52,14,53],"layers":["roads"],"expires_at":"2999-01-01T00:00:00Z","overrides":{"geofence":"10/1s"}}`)
 	if created.status != http.StatusCreated {
 		t.Fatalf("POST /admin/keys = %d %s, want 201", created.status, created.raw)
@@ -66,7 +66,7 @@ func TestHandlerWalk(t *testing.T) {
 		t.Errorf("created: secret %q, Location %q; want a gg_acme_ secret at /admin/keys/acme", secret, created.header.Get("Location"))
 	}
 	want := map[string]any{
-		"id": "acme", "status": "active", "notes": "n", "scopes": []any{"tiles:read"}, "tier": "gold",
+		"id": "acme", "status": "active", "notes": "n", "scopes": []any{"tiles:read"}, "tier": "gold", "account": "acme-corp",
 		"spatial_scope": []any{13.0, 52.0, 14.0, 53.0}, "spatial_scope_error": nil, "layers": []any{"roads"}, "overrides": map[string]any{"geofence": "10/1s"},
 		"expires_at": "2999-01-01T00:00:00Z", "revoked_at": nil, "previous_secret_until": nil,
 	}
@@ -153,6 +153,8 @@ func TestHandlerRefusals(t *testing.T) {
 		{"CreateNestedSpatial", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"spatial_scope":{"type":"MultiPolygon","coordinates":[[[[0,0],[4,0],[4,4],[0,4],[0,0]]],[[[1,1],[2,1],[2,2],[1,2],[1,1]]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"PatchSelfIntersectingSpatial", "PATCH", "/admin/keys/k", `{"spatial_scope":{"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`, 422, []any{"body", "spatial_scope"}},
 		{"CreateBadExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"tomorrow"}`, 422, []any{"body", "expires_at"}},
+		{"CreateEmptyAccount", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"account":""}`, 422, []any{"body", "account"}},
+		{"CreateBadAccount", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"account":"-acme corp"}`, 422, []any{"body", "account"}},
 		{"CreatePastExpiry", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"expires_at":"2001-01-01T00:00:00Z"}`, 422, []any{"body", "expires_at"}},
 		{"CreateEmptyTier", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"tier":""}`, 422, []any{"body", "tier"}},
 		{"CreateBadOverrides", "POST", "/admin/keys", `{"id":"x","scopes":["admin"],"overrides":{"geofence":"lots"}}`, 422, []any{"body", "overrides", "geofence"}},

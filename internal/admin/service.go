@@ -113,6 +113,7 @@ type Change struct {
 	Notes     Opt[string]
 	Scopes    Opt[[]string]
 	Tier      Opt[string] // "" is no tier
+	Account   Opt[string] // "" is no account
 	Spatial   Opt[*spatial.Scope]
 	ExpiresAt Opt[*time.Time]
 	Layers    Opt[[]string]
@@ -258,7 +259,7 @@ func (s *Service) validateNew(k auth.Key) error {
 		errs.Add(apperr.MessageOf(auth.ErrBadKeyID), "string_pattern_mismatch", "body", "id")
 	}
 	s.validate(errs, Change{
-		Notes: Some(k.Notes), Scopes: Some(k.Scopes), Tier: Some(k.Tier), ExpiresAt: Some(k.ExpiresAt),
+		Notes: Some(k.Notes), Scopes: Some(k.Scopes), Tier: Some(k.Tier), Account: Some(k.Account), ExpiresAt: Some(k.ExpiresAt),
 		Layers: Some(k.Layers), Overrides: Some(k.Overrides),
 	})
 	return errs.Err()
@@ -295,6 +296,9 @@ func (s *Service) validate(errs *apperr.ValidationError, ch Change) {
 	}
 	if ch.Tier.Set && ch.Tier.V != "" && !tierRe.MatchString(ch.Tier.V) {
 		errs.Add("A tier is 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit.", "string_pattern_mismatch", "body", "tier")
+	}
+	if ch.Account.Set && ch.Account.V != "" && !auth.ValidAccount(ch.Account.V) {
+		errs.Add("An account is 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit.", "string_pattern_mismatch", "body", "account")
 	}
 	if ch.ExpiresAt.Set && ch.ExpiresAt.V != nil && !ch.ExpiresAt.V.After(s.now()) {
 		errs.Add("Must be in the future; revoke a key to stop it now.", "value_error", "body", "expires_at")
@@ -370,6 +374,9 @@ func apply(k auth.Key, ch Change) auth.Key {
 	if ch.Tier.Set {
 		k.Tier = ch.Tier.V
 	}
+	if ch.Account.Set {
+		k.Account = ch.Account.V
+	}
 	if ch.Spatial.Set {
 		k.Spatial, k.InvalidSpatial = ch.Spatial.V, nil
 	}
@@ -392,6 +399,7 @@ func keyFields(k auth.Key) map[string]any {
 		"notes":         k.Notes,
 		"scopes":        k.Scopes,
 		"tier":          nullable(k.Tier),
+		"account":       nullable(k.Account),
 		"spatial_scope": spatialField(k),
 		"expires_at":    k.ExpiresAt,
 		"layers":        k.Layers,

@@ -56,6 +56,9 @@ type Identity struct {
 	Scopes []string
 	// Tier is the rate tier granted by the key or the token, "" if none.
 	Tier string
+	// Account is the client a key belongs to, "" for none (and for
+	// tokens and anonymous callers).
+	Account string
 	// Spatial is the part of the world the caller may query; nil means the
 	// whole world.
 	Spatial *spatial.Scope

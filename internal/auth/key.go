@@ -11,10 +11,13 @@ import (
 // Key is an API key as stored, without its secret.
 type Key struct {
 	// ID is the public key id, used in listings and as the limit identity.
-	ID      string
-	Notes   string
-	Scopes  []string
-	Tier    string
+	ID     string
+	Notes  string
+	Scopes []string
+	Tier   string
+	// Account names the client the key belongs to, "" for none: the
+	// keys of one account share one fair share of the database.
+	Account string
 	Spatial *spatial.Scope
 	// InvalidSpatial, when not nil, is the spatial scope stored for the
 	// key that spatial.Parse refuses (Spatial is then nil); see

@@ -76,6 +76,13 @@ type CreateOptions struct {
 // ErrBadKeyID is the refusal of a key id that no key could have.
 var ErrBadKeyID = apperr.New(apperr.Invalid, "A key id is 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit.")
 
+// ValidAccount reports whether a is a well-formed account name: 1 to 64
+// letters, digits, '_', '.', ':' or '-', beginning with a letter or digit
+// (the column's check, migration 00025).
+func ValidAccount(a string) bool { return accountRe.MatchString(a) }
+
+var accountRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
 // ValidKeyID reports whether id is a well-formed key id.
 func ValidKeyID(id string) bool { return keyIDRe.MatchString(id) }
 
@@ -108,7 +115,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (string, error) {
 
 // keyArgs are the arguments of the statements that write a key that
 // follow its id (and secret): notes, scopes, tier, geo_scope, expires_at,
-// layers, overrides.
+// layers, overrides, account.
 func keyArgs(k Key) []any {
 	scopes := k.Scopes
 	if scopes == nil {
@@ -125,8 +132,12 @@ func keyArgs(k Key) []any {
 	if k.Overrides != nil {
 		overrides, _ = json.Marshal(k.Overrides)
 	}
+	var account *string
+	if k.Account != "" {
+		account = &k.Account
+	}
 	// A nil k.Layers is NULL, every layer.
-	return []any{k.Notes, scopes, tier, geo, k.ExpiresAt, k.Layers, overrides}
+	return []any{k.Notes, scopes, tier, geo, k.ExpiresAt, k.Layers, overrides, account}
 }
 
 // writeError names the unique constraints a write can break.
@@ -142,17 +153,17 @@ func writeError(err error) error {
 }
 
 const insertKeySQL = `
-INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers, overrides)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers, overrides, account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 const upsertKeySQL = insertKeySQL + `
 ON CONFLICT (id) DO UPDATE SET
     secret_hash = EXCLUDED.secret_hash, notes = EXCLUDED.notes, scopes = EXCLUDED.scopes,
     tier = EXCLUDED.tier, geo_scope = EXCLUDED.geo_scope, expires_at = EXCLUDED.expires_at,
-    layers = EXCLUDED.layers, overrides = EXCLUDED.overrides, revoked_at = NULL,
+    layers = EXCLUDED.layers, overrides = EXCLUDED.overrides, account = EXCLUDED.account, revoked_at = NULL,
     previous_secret_hash = NULL, previous_secret_until = NULL`
 
-const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers, overrides, previous_secret_until`
+const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers, overrides, previous_secret_until, account`
 
 // List returns every key, revoked and expired ones included, by id.
 func (s *Store) List(ctx context.Context) ([]Key, error) {
@@ -205,7 +216,7 @@ func (s *Store) Update(ctx context.Context, k Key) error {
 		return err
 	}
 	tag, err := s.db.Exec(ctx, `UPDATE api_keys SET notes = $2, scopes = $3, tier = $4, geo_scope = $5,
-		expires_at = $6, layers = $7, overrides = $8 WHERE id = $1`, append([]any{k.ID}, keyArgs(k)...)...)
+		expires_at = $6, layers = $7, overrides = $8, account = $9 WHERE id = $1`, append([]any{k.ID}, keyArgs(k)...)...)
 	if err != nil {
 		return fmt.Errorf("update API key: %w", err)
 	}
@@ -288,17 +299,20 @@ func scanKey(row pgx.CollectableRow) (Key, error) {
 // scanInto reads the keyColumns of row, and then extra, into k.
 func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	var (
-		tier      *string
-		geo       []byte
-		overrides []byte
+		tier, account *string
+		geo           []byte
+		overrides     []byte
 	)
 	dest := append([]any{&k.ID, &k.Notes, &k.Scopes, &tier, &geo, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Layers,
-		&overrides, &k.PreviousSecretUntil}, extra...)
+		&overrides, &k.PreviousSecretUntil, &account}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
 	if tier != nil {
 		k.Tier = *tier
+	}
+	if account != nil {
+		k.Account = *account
 	}
 	if len(geo) > 0 {
 		sp, err := spatial.Parse(geo)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,15 @@ func loadFairShare(r *reader, db DB) FairShare {
 			MaxWait:  r.duration("DB_FAIR_MAX_WAIT", min(db.AcquireTimeout, db.QueryTimeout/2)),
 			HalfLife: r.duration("DB_FAIR_HALF_LIFE", fairshare.DefaultHalfLife),
 			Weights:  tierWeights(r, "TIER_WEIGHTS"),
+			Group: fairshare.Grouping{
+				By:       r.str("DB_FAIR_IDENTITY", fairshare.ByAccount),
+				IPv4Bits: r.integer("DB_FAIR_IPV4_PREFIX", 24, 8, 32),
+				IPv6Bits: r.integer("DB_FAIR_IPV6_PREFIX", 48, 16, 128),
+			},
 		},
+	}
+	if !slices.Contains(fairshare.Groupings, f.Settings.Group.By) {
+		r.fail("DB_FAIR_IDENTITY", f.Settings.Group.By, "must be one of "+strings.Join(fairshare.Groupings, ", "))
 	}
 	f.Settings.MaxQueue = r.integer("DB_FAIR_MAX_QUEUE", 64*f.Settings.Slots, 1, 1_000_000)
 	if r.str("DB_FAIR_MAX_WAIT", "") != "" && f.Settings.MaxWait >= db.QueryTimeout {

@@ -20,19 +20,24 @@ func TestLoadFairShare(t *testing.T) {
 	}{
 		{"Defaults", nil, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 20, MaxWait: time.Second, MaxQueue: 1280, HalfLife: 5 * time.Second,
+			Group: fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
 		}}, nil},
 		{"FollowsThePool", map[string]string{"DB_MAX_CONNS": "8", "DB_ACQUIRE_TIMEOUT": "300ms"}, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 8, MaxWait: 300 * time.Millisecond, MaxQueue: 512, HalfLife: 5 * time.Second,
+			Group: fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
 		}}, nil},
 		{"Set", map[string]string{
 			"DB_FAIR_SHARE": "false", "DB_FAIR_SLOTS": "4", "DB_FAIR_MAX_WAIT": "500ms",
 			"DB_FAIR_MAX_QUEUE": "100", "DB_FAIR_HALF_LIFE": "2s", "TIER_WEIGHTS": " gold=4, silver = 2 ",
+			"DB_FAIR_IDENTITY": "tier", "DB_FAIR_IPV4_PREFIX": "16", "DB_FAIR_IPV6_PREFIX": "64",
 		}, FairShare{On: false, Settings: fairshare.Settings{
 			Slots: 4, MaxWait: 500 * time.Millisecond, MaxQueue: 100, HalfLife: 2 * time.Second,
 			Weights: map[string]int{"gold": 4, "silver": 2},
+			Group:   fairshare.Grouping{By: "tier", IPv4Bits: 16, IPv6Bits: 64},
 		}}, nil},
 		{"WaitWithinQueryTimeout", map[string]string{"DB_QUERY_TIMEOUT": "500ms"}, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 20, MaxWait: 250 * time.Millisecond, MaxQueue: 1280, HalfLife: 5 * time.Second,
+			Group: fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
 		}}, nil},
 		{"NoSlots", map[string]string{"DB_FAIR_SLOTS": "0"}, FairShare{}, []string{"DB_FAIR_SLOTS"}},
 		{"WaitPastQueryTimeout", map[string]string{"DB_FAIR_MAX_WAIT": "2s"}, FairShare{}, []string{"DB_FAIR_MAX_WAIT", "DB_QUERY_TIMEOUT"}},
@@ -41,6 +46,8 @@ func TestLoadFairShare(t *testing.T) {
 		{"WeightNotNumber", map[string]string{"TIER_WEIGHTS": "gold=x"}, FairShare{}, []string{"TIER_WEIGHTS", "gold"}},
 		{"TierTwice", map[string]string{"TIER_WEIGHTS": "gold=2,gold=3"}, FairShare{}, []string{"TIER_WEIGHTS", "twice"}},
 		{"NotBoolean", map[string]string{"DB_FAIR_SHARE": "maybe"}, FairShare{}, []string{"DB_FAIR_SHARE"}},
+		{"UnknownGrouping", map[string]string{"DB_FAIR_IDENTITY": "owner"}, FairShare{}, []string{"DB_FAIR_IDENTITY", "account"}},
+		{"PrefixTooWide", map[string]string{"DB_FAIR_IPV4_PREFIX": "33"}, FairShare{}, []string{"DB_FAIR_IPV4_PREFIX"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

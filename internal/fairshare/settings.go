@@ -18,6 +18,8 @@ type Settings struct {
 	// Weights are the tiers' weights; a tier not listed weighs 1. An
 	// identity of weight 2 is served as if it had used half what it did.
 	Weights map[string]int
+	// Group says whom the queue weighs as one identity.
+	Group Grouping
 }
 
 // The defaults of the Settings left zero.
