@@ -595,3 +595,26 @@ func TestStoreRotate(t *testing.T) {
 		t.Errorf("Rotate(missing) = %v, want ErrKeyNotFound", err)
 	}
 }
+
+// TestKeyAccount: a key's account is stored, reaches the identity of its
+// requests, and can be cleared.
+func TestKeyAccount(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(testenv.DB(t))
+	secret := mustCreate(t, s, CreateOptions{Key: Key{ID: "acme-1", Scopes: AllScopes, Account: "acme"}})
+	a := NewAuthenticator(Options{Keys: NewKeyCache(s, time.Second, 10)})
+	req, _ := http.NewRequest("GET", "/within", nil)
+	req.Header.Set("x-api-key", secret)
+	id, err := a.Authenticate(ctx, req)
+	if err != nil || id.Account != "acme" {
+		t.Fatalf("Authenticate(acme-1) = %+v, %v; want the account acme", id, err)
+	}
+	k, _ := s.Get(ctx, "acme-1")
+	k.Account = ""
+	if err := s.Update(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := s.Get(ctx, "acme-1"); err != nil || k.Account != "" {
+		t.Errorf("after clearing it, Get(acme-1) = account %q, %v; want none", k.Account, err)
+	}
+}
