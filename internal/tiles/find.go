@@ -202,20 +202,28 @@ func concat(parts []part) ([]byte, error) {
 
 // render renders t once however many requests want it at the same
 // version at the same time on this replica (and, through the cache's
-// claim, across replicas), and caches the result. The render runs under
-// the first caller's context; should that caller leave, the others retry
-// with their own.
+// claim, across replicas), and caches the result. The render belongs to
+// none of its callers (flights): it goes on while any of them waits, and
+// each that gets the tile pays its share of the database time. It is
+// admitted as the first caller, though: should the fair queue turn that
+// caller away, the others ask again, each as itself.
 func (s *Service) render(ctx context.Context, l *Layer, t Tile, scopeWKB []byte, scopeHash string, version int64) (result, error) {
 	key := l.cacheName + "|" + t.String() + "|" + scopeHash + "|" + strconv.FormatInt(version, 10)
 	for attempt := 1; ; attempt++ {
-		res, err := s.flights.do(ctx, key, func() (result, error) {
-			return s.renderOnce(ctx, l, t, scopeWKB, scopeHash, version)
+		res, err, led := s.flights.do(ctx, key, func(work context.Context) (result, error) {
+			return s.renderOnce(work, l, t, scopeWKB, scopeHash, version)
 		})
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) && attempt < 3 {
-			continue // the leader left; render for ourselves
+		if err != nil && !led && ctx.Err() == nil && leaderOnly(err) && attempt < 3 {
+			continue // the first caller's own refusal: render as ourselves
 		}
 		return res, err
 	}
+}
+
+// leaderOnly says whether err, met by a shared render, was the first
+// caller's alone: the fair queue turned it away, or it was cancelled.
+func leaderOnly(err error) bool {
+	return errors.Is(err, context.Canceled) || apperr.KindOf(err) == apperr.Reduced
 }
 
 // renderOnce renders t, unless another replica is rendering it at the same
