@@ -134,7 +134,10 @@ type deps struct {
 	db pgPool
 	// tileDB is the pool tiles render on; nil means db.
 	tileDB pgPool
-	redis  redisClient
+	// background is the pool of the work that is no request's query
+	// (DB_BACKGROUND_CONNS); nil means db.
+	background pgPool
+	redis      redisClient
 	// replicas route reads to DATABASE_REPLICA_URLS; nil without them.
 	replicas *pg.Replicas
 	// draining turns true when shutdown begins; /readyz then fails.
@@ -174,8 +177,20 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 		pool.Close()
 		return deps{}, nil, err
 	}
+	// Listeners, key look-ups, the catalog, administration, delivery and
+	// retention take connections of their own, so that every connection
+	// of the serving pool is one the fair queue's slots can count on.
+	bgOpts := pg.Options{MaxConns: int32(cfg.DB.BackgroundConns), AppName: "geogate-background",
+		StatementTimeout: cfg.DB.StatementTimeout, Schema: cfg.DB.Schema}
+	bgPool, err := pg.Open(sctx, cfg.DB.URL, bgOpts)
+	if err != nil {
+		tilePool.Close()
+		pool.Close()
+		return deps{}, nil, err
+	}
 	rc, err := rdb.Open(sctx, cfg.Redis.URL, cfg.Redis.Timeout)
 	if err != nil {
+		bgPool.Close()
 		tilePool.Close()
 		pool.Close()
 		return deps{}, nil, err
@@ -183,6 +198,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 	replicaPools, names, err := openReplicas(sctx, cfg, opts)
 	if err != nil {
 		_ = rc.Close()
+		bgPool.Close()
 		tilePool.Close()
 		pool.Close()
 		return deps{}, nil, err
@@ -192,10 +208,11 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (deps, f
 			p.Close()
 		}
 		_ = rc.Close()
+		bgPool.Close()
 		tilePool.Close()
 		pool.Close()
 	}
-	d := deps{db: pool, tileDB: tilePool, redis: rc, draining: new(atomic.Bool)}
+	d := deps{db: pool, tileDB: tilePool, background: bgPool, redis: rc, draining: new(atomic.Bool)}
 	if len(replicaPools) > 0 {
 		d.replicas = pg.NewReplicas(pool, replicaPools, names, pg.ReplicaOptions{
 			MaxLag: cfg.DB.ReplicaMaxLag, Check: cfg.DB.ReplicaCheck, Log: log,

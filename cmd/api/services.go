@@ -79,8 +79,13 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		tileDB = d.tileDB
 		s.registry.MustRegister(pg.NewNamedCollector(tileDB, "tiles"))
 	}
+	bg := d.db
+	if d.background != nil {
+		bg = d.background
+		s.registry.MustRegister(pg.NewNamedCollector(bg, "background"))
+	}
 	var err error
-	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: d.db, Log: log, Registerer: s.registry, Replicas: d.replicas}); err != nil {
+	if s.authn, err = auth.New(ctx, cfg.Auth, auth.Deps{DB: bg, Log: log, Registerer: s.registry, Replicas: d.replicas}); err != nil {
 		return nil, err
 	}
 	s.limiter, err = ratelimit.New(d.redis, cfg.RateLimit, ratelimit.Options{
@@ -97,23 +102,23 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 		Name: "geogate_gate_estimates",
 		Help: "Kinds of request (route, policy, layers, size) the gate keeps an estimate of database time for.",
 	}, func() float64 { return float64(s.gate.Estimates()) }))
-	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(d.db, keyIdentity), log, s.registry)
+	s.limits = limits.New(s.limiter, cfg.RateLimit, cfg.RateLimitVersion, limits.FromDB(bg, keyIdentity), log, s.registry)
 	if err := s.limits.Reload(ctx); err != nil {
 		log.Warn("rate-limit overrides not applied at start; retrying", "err", err.Error())
 	}
-	go s.limits.Run(ctx, limits.Listen(d.db, log), cfg.Limits.Poll)
+	go s.limits.Run(ctx, limits.Listen(bg, log), cfg.Limits.Poll)
 	// A key changed here is forgotten here before the answer; the other
 	// replicas hear of it from the database (auth.KeyEvents).
-	s.admin = admin.NewHandler(admin.New(d.db, admin.Options{
+	s.admin = admin.NewHandler(admin.New(bg, admin.Options{
 		Policies: s.limits.Names, OnChange: s.authn.Forget, CheckWindows: s.limits.Check,
 	}), s.limiter)
-	if s.catalog, err = catalog.Open(ctx, d.db, cfg.Catalog, log); err != nil {
+	if s.catalog, err = catalog.Open(ctx, bg, cfg.Catalog, log); err != nil {
 		return nil, err
 	}
 	s.layers = catalog.NewHandler(s.catalog, s.gate)
 	s.quotas = limits.NewQuotas(s.gate, s.access, s.limiter)
 	s.health = health.New(cfg.Redis.Timeout*4, map[string]health.Check{
-		"postgis": func(ctx context.Context) error { return d.db.Ping(ctx) },
+		"postgis": func(ctx context.Context) error { return bg.Ping(ctx) },
 		"redis":   func(ctx context.Context) error { return d.redis.Ping(ctx).Err() },
 	}, d.draining.Load)
 	if d.replicas != nil {
@@ -155,18 +160,18 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
 		events.Rights{Access: s.gate.Check}, cfg.Events.Settings, events.NewMetrics(s.registry))
 	// One LISTEN per process wakes every live stream of events.
-	listener := &pg.Listener{Pool: d.db, Channels: []string{outbox.EventsChannel}, Log: log,
+	listener := &pg.Listener{Pool: bg, Channels: []string{outbox.EventsChannel}, Log: log,
 		Topic: "event stream (streams fall back to polling the outbox)"}
 	s.streams = events.NewHub(func() { listener.Run(ctx) })
 	listener.OnListen, listener.OnNotify = s.streams.WakeAll, s.streams.Notify
 	s.events = events.NewHandler(ev, s.gate, cfg.Events.Rules, s.streams)
-	s.dead = delivery.NewHandler(outbox.NewDeadLetters(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
+	s.dead = delivery.NewHandler(outbox.NewDeadLetters(pg.Runner{Pool: bg, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts)}))
 	// Every replica delivers: leases keep them from sending an event
 	// twice at once, and the deliveries policy bounds each subscriber.
-	worker := delivery.New(d.db, cfg.Delivery, s.gate, delivery.NewMetrics(s.registry), log)
+	worker := delivery.New(bg, cfg.Delivery, s.gate, delivery.NewMetrics(s.registry), log)
 	s.background.Go(func() { worker.Run(ctx) })
 	if keep := cfg.Events.Keep; keep != (events.Keep{}) {
-		retention := events.NewRetention(d.db, keep, 0, s.registry, log)
+		retention := events.NewRetention(bg, keep, 0, s.registry, log)
 		s.background.Go(func() { retention.Run(ctx) })
 	}
 	return s, nil

@@ -93,9 +93,14 @@ type DB struct {
 	MinConns int
 	// TileMaxConns bounds the pool tiles render on, apart from the one
 	// every other query uses.
-	TileMaxConns   int
-	AcquireTimeout time.Duration
-	QueryTimeout   time.Duration
+	TileMaxConns int
+	// BackgroundConns bounds the pool of the work that is no request's
+	// query: listeners, key look-ups, the catalog, administration, webhook
+	// delivery and retention. The serving pool is then the fair queue's
+	// alone.
+	BackgroundConns int
+	AcquireTimeout  time.Duration
+	QueryTimeout    time.Duration
 	// StatementTimeout is the server-side statement_timeout of the
 	// serving pool's connections: a backstop that ends a statement whose
 	// cancel request was lost. 0 leaves the server's default.
@@ -180,17 +185,18 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	}
 	c.Server.TrustedProxies = loadTrustedProxies(r)
 	c.DB = DB{
-		URL:            r.str("DATABASE_URL", ""),
-		MaxConns:       r.integer("DB_MAX_CONNS", 20, 1, 1000),
-		MinConns:       r.integer("DB_MIN_CONNS", 5, 0, 1000),
-		TileMaxConns:   r.integer("TILES_DB_MAX_CONNS", 10, 1, 1000),
-		AcquireTimeout: r.duration("DB_ACQUIRE_TIMEOUT", time.Second),
-		QueryTimeout:   r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
-		MigrateOnStart: r.boolean("MIGRATE_ON_START", true),
-		Schema:         r.str("GEOGATE_SCHEMA", pg.DefaultSchema),
-		ReplicaURLs:    r.list("DATABASE_REPLICA_URLS", nil),
-		ReplicaMaxLag:  r.duration("DB_REPLICA_MAX_LAG", time.Second),
-		ReplicaCheck:   r.duration("DB_REPLICA_CHECK", 200*time.Millisecond),
+		URL:             r.str("DATABASE_URL", ""),
+		MaxConns:        r.integer("DB_MAX_CONNS", 20, 1, 1000),
+		MinConns:        r.integer("DB_MIN_CONNS", 5, 0, 1000),
+		TileMaxConns:    r.integer("TILES_DB_MAX_CONNS", 10, 1, 1000),
+		BackgroundConns: r.integer("DB_BACKGROUND_CONNS", 8, 2, 1000),
+		AcquireTimeout:  r.duration("DB_ACQUIRE_TIMEOUT", time.Second),
+		QueryTimeout:    r.duration("DB_QUERY_TIMEOUT", 2*time.Second),
+		MigrateOnStart:  r.boolean("MIGRATE_ON_START", true),
+		Schema:          r.str("GEOGATE_SCHEMA", pg.DefaultSchema),
+		ReplicaURLs:     r.list("DATABASE_REPLICA_URLS", nil),
+		ReplicaMaxLag:   r.duration("DB_REPLICA_MAX_LAG", time.Second),
+		ReplicaCheck:    r.duration("DB_REPLICA_CHECK", 200*time.Millisecond),
 	}
 	for _, u := range c.DB.ReplicaURLs {
 		r.urlWithScheme("DATABASE_REPLICA_URLS", u, "postgres", "postgresql")
