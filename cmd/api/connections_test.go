@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -122,5 +123,38 @@ WHERE datname = $1 AND query LIKE 'LISTEN %' AND application_name = 'geogate'`, 
 	rows.Close()
 	if n > 0 {
 		t.Errorf("%d listeners hold serving connections, want none: they are background work", n)
+	}
+}
+
+// TestOneCallerAloneIsQueued: one key sends 32 items requests at once to
+// a service with the default 20 connections. Alone and within its
+// limits, it is queued, not refused: every request is answered 200.
+func TestOneCallerAloneIsQueued(t *testing.T) {
+	_, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s", "RATELIMIT_DATABASE": "100000000ms/1s"}
+	key := "alone-" + testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
+	base, _, _ := startServiceWithStop(t, env)
+	codes := make([]int, 32)
+	bodies := make([]string, 32)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", base+fmt.Sprintf("/collections/places/items?limit=100&bbox=%d,-60,%d,70", -180+i*10, -170+i*10), nil)
+			req.Header.Set("x-api-key", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i], bodies[i] = resp.StatusCode, string(b)
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 200 {
+			t.Errorf("request %d of 32 = %d %.300s, want 200: a caller alone is queued", i, c, bodies[i])
+		}
 	}
 }

@@ -104,8 +104,9 @@ func TestPoolExhaustedIs503(t *testing.T) {
 	code, body := do(t, h, "GET", "/within?lng=1&lat=1&radius=10", "")
 	took := time.Since(start)
 	held.Release()
-	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "busy") {
-		t.Errorf("with the pool exhausted = %d %s, want 503 busy", code, body)
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "busy") ||
+		!strings.Contains(string(body), "temporary-reduced-capacity") || !strings.Contains(string(body), "database-connections") {
+		t.Errorf("with the pool exhausted = %d %s, want 503 busy, of type temporary-reduced-capacity", code, body)
 	}
 	if took < 150*time.Millisecond || took > 2*time.Second {
 		t.Errorf("answered after %v, want about the 200ms acquire timeout", took)

@@ -125,16 +125,33 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pg
 	return nil
 }
 
+// PoolPolicy names, in a refusal's violated-policies, a pool that had no
+// connection free within DB_ACQUIRE_TIMEOUT.
+const PoolPolicy = "database-connections"
+
 func (r *Runner) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	return r.acquireFrom(ctx, r.Pool)
 }
 
 func (r *Runner) acquireFrom(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
+	if r.Queue != nil {
+		// The call holds a slot of the fair queue, which admits no more
+		// calls than the serving pool has connections, and nothing else
+		// takes them (background work has a pool of its own): one comes
+		// free, or is being made, for this call. Its wait is the call's,
+		// bounded by the query deadline; DB_ACQUIRE_TIMEOUT would turn a
+		// caller away while a cold pool opens its connections.
+		return pool.Acquire(ctx)
+	}
 	actx, cancel := context.WithTimeout(ctx, r.Timeouts.AcquireTimeout)
 	defer cancel()
 	conn, err := pool.Acquire(actx)
 	if err != nil && actx.Err() != nil && ctx.Err() == nil && !IsConnectErr(err) {
-		return nil, apperr.Wrap(apperr.Unavailable, "The database is busy; try again shortly.", err)
+		// No connection came free in time: the database is at capacity,
+		// which a client is told as the fair queue tells it, with a time
+		// to come back.
+		return nil, &apperr.Error{Kind: apperr.Reduced, Message: "The database is busy; try again shortly.",
+			Limits: []string{PoolPolicy}, RetryAfter: time.Second, Err: err}
 	}
 	return conn, err
 }
