@@ -90,6 +90,21 @@ func nextEvent(t *testing.T, ms <-chan sse) sse {
 	}
 }
 
+// boxSubscription makes, as key, a fence from (10, 50) to (11, 51) and a
+// subscription to its enters and exits, and returns the subscription.
+func boxSubscription(t *testing.T, base, key string) (sub struct{ ID string }) {
+	t.Helper()
+	const box = `{"type":"Feature","properties":{"name":"box"},"geometry":{"type":"Polygon","coordinates":[[[10,50],[11,50],[11,51],[10,51],[10,50]]]}}`
+	if status, _, body := call(t, "POST", base+"/geofences", key, box); status != 201 {
+		t.Fatalf("POST /geofences = %d %s", status, body)
+	}
+	status, _, body := call(t, "POST", base+"/subscriptions", key, `{"layer":"geofences","kinds":["enter","exit"]}`)
+	if err := json.Unmarshal(body, &sub); status != 201 || err != nil {
+		t.Fatalf("POST /subscriptions = %d %s", status, body)
+	}
+	return sub
+}
+
 // TestEventStream follows a subscription's stream: events reported after
 // connecting arrive in order, with the CloudEvent as data; the stream
 // outlives the server's write timeout; a reconnection with Last-Event-ID
@@ -104,15 +119,7 @@ func TestEventStream(t *testing.T) {
 	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
 	base, _, stop := startServiceWithStop(t, env)
 
-	const box = `{"type":"Feature","properties":{"name":"box"},"geometry":{"type":"Polygon","coordinates":[[[10,50],[11,50],[11,51],[10,51],[10,50]]]}}`
-	if status, _, body := call(t, "POST", base+"/geofences", key, box); status != 201 {
-		t.Fatalf("POST /geofences = %d %s", status, body)
-	}
-	status, _, body := call(t, "POST", base+"/subscriptions", key, `{"layer":"geofences","kinds":["enter","exit"]}`)
-	var sub struct{ ID string }
-	if err := json.Unmarshal(body, &sub); status != 201 || err != nil {
-		t.Fatalf("POST /subscriptions = %d %s", status, body)
-	}
+	sub := boxSubscription(t, base, key)
 	start := time.Now().Add(-time.Hour)
 	n := 0
 	// move reports the device in (true) or out of the box, each a second
@@ -181,7 +188,7 @@ func TestEventStream(t *testing.T) {
 	expect(ms, last, "enter")
 
 	// Everything the outbox holds was streamed: 7 events in all.
-	status, _, body = call(t, "GET", base+"/events?subscription="+sub.ID, key, "")
+	status, _, body := call(t, "GET", base+"/events?subscription="+sub.ID, key, "")
 	var page struct{ Events []json.RawMessage }
 	if err := json.Unmarshal(body, &page); status != 200 || err != nil || len(page.Events) != 7 {
 		t.Fatalf("GET /events = %d, %d events, want the 7 streamed: %s", status, len(page.Events), body)
@@ -209,15 +216,7 @@ func TestPrunedCursorOverHTTP(t *testing.T) {
 	key := "pruned-" + testenv.Prefix(t)
 	runCLI(t, env, "keys", "create", "--name", key, "--secret", key, "--scopes", "all")
 	base, _ := startService(t, env)
-	const box = `{"type":"Feature","properties":{"name":"box"},"geometry":{"type":"Polygon","coordinates":[[[10,50],[11,50],[11,51],[10,51],[10,50]]]}}`
-	if status, _, body := call(t, "POST", base+"/geofences", key, box); status != 201 {
-		t.Fatalf("POST /geofences = %d %s", status, body)
-	}
-	status, _, body := call(t, "POST", base+"/subscriptions", key, `{"layer":"geofences","kinds":["enter","exit"]}`)
-	var sub struct{ ID string }
-	if err := json.Unmarshal(body, &sub); status != 201 || err != nil {
-		t.Fatalf("POST /subscriptions = %d %s", status, body)
-	}
+	sub := boxSubscription(t, base, key)
 	if status, _, body := call(t, "POST", base+"/positions", key, positionsBody("d1", [2]float64{10.5, 50.5}, [2]float64{9.5, 50.5})); status != 202 {
 		t.Fatalf("POST /positions = %d %s", status, body)
 	}
