@@ -189,8 +189,12 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
   fi
   if [ -s $r/overload.txt ]; then
     awk '
-      /^RESULT overload/ {
+      /^RESULT overload / {
         for (i = 3; i <= NF; i++) { split($i, kv, "="); v[$3 "," kv[1]] = kv[2] }
+      }
+      /^RESULT overload-/ {
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); w[$2 "," $3 "," kv[1]] = kv[2] }
+        if ($3 == "side=on") cases[$2] = 1
       }
       END {
         on = "side=on"; off = "side=off"
@@ -199,6 +203,14 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         p99 = v[on ",light_p99"]; alone = v[on ",unloaded_p99"]
         printf "| overload, fair share on (`DB_FAIR_SHARE`): %s | light p50 %s ms, p99 %s ms (%s), %s%% 2xx | the same light load alone: p99 %s ms; fair share off: p50 %s ms, p99 %s ms (%s), %s%% 2xx | p99 %.1fx alone (off: %.1fx) | light p99 within 2x of alone | %s |\n", load, v[on ",light_p50"], p99, v[on ",light_p99_range"], v[on ",light_ok"], alone, v[off ",light_p50"], v[off ",light_p99"], v[off ",light_p99_range"], v[off ",light_ok"], p99/alone, v[off ",light_p99"]/v[off ",unloaded_p99"], (p99 <= 2*alone) ? "yes" : "no"
         printf "| overload: light callers answered 2xx, fair share on | %s%% | fair share off: %s%% | | at least 99%% | %s |\n", v[on ",light_ok"], v[off ",light_ok"], (v[on ",light_ok"] >= 99) ? "yes" : "no"
+        for (c in cases) {
+          on = c ",side=on"; off = c ",side=off"
+          if (w[off ",light_p99"] == "") continue
+          what = (c == "overload-spread") ? "the heavy load spread over " w[on ",heavy_keys"] " keys of one account" : "beside a second application running heavy statements straight on the database (light alone: beside it too)"
+          p99 = w[on ",light_p99"]; alone = w[on ",unloaded_p99"]
+          printf "| %s, fair share on: %s | light p50 %s ms, p99 %s ms (%s), %s%% 2xx; db %s commits/s | alone: p99 %s ms; fair share off: p99 %s ms, %s%% 2xx; db %s commits/s | p99 %.1fx alone (off: %.1fx); db %.0f%% | light p99 within 2x of alone, 99%% 2xx, db 90%% | %s |\n", c, what, w[on ",light_p50"], p99, w[on ",light_p99_range"], w[on ",light_ok"], w[on ",db_qps"], alone, w[off ",light_p99"], w[off ",light_ok"], w[off ",db_qps"], p99/alone, w[off ",light_p99"]/w[off ",unloaded_p99"], 100*w[on ",db_qps"]/w[off ",db_qps"], (p99 <= 2*alone && w[on ",light_ok"] >= 99 && w[on ",db_qps"] >= 0.9*w[off ",db_qps"]) ? "yes" : "no"
+        }
+        on = "side=on"; off = "side=off"
         printf "| overload: database work (`pg_stat_database.xact_commit`), fair share on | %s commits/s (%s), PostgreSQL %s cores; heavy %s req/s 2xx, %s shed (503) per trial | fair share off: %s commits/s (%s), %s cores; heavy %s req/s, %s shed | %.0f%% | at least 90%% | %s |\n", v[on ",db_qps"], v[on ",db_qps_range"], v[on ",pg_cores"], v[on ",heavy_rps"], v[on ",heavy_shed"], v[off ",db_qps"], v[off ",db_qps_range"], v[off ",pg_cores"], v[off ",heavy_rps"], v[off ",heavy_shed"], 100*v[on ",db_qps"]/v[off ",db_qps"], (v[on ",db_qps"] >= 0.9*v[off ",db_qps"]) ? "yes" : "no"
       }' $r/overload.txt
   fi

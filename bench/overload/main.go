@@ -37,6 +37,13 @@ type config struct {
 	heavyConc      int
 	lightKeys      int
 	lightRate      float64
+	// name is the case's, in RESULT lines: overload, or a variant.
+	name string
+	// account, when set, makes every heavy key one account's.
+	account string
+	// neighbour is how many connections of another application run
+	// heavy statements on the database throughout.
+	neighbour int
 }
 
 func main() {
@@ -50,6 +57,9 @@ func main() {
 	flag.IntVar(&c.heavyConc, "heavy-conc", 80, "closed-loop heavy clients, spread over the heavy keys")
 	flag.IntVar(&c.lightKeys, "light", 4, "light API keys")
 	flag.Float64Var(&c.lightRate, "light-rate", 20, "requests per second of each light key, open loop")
+	flag.StringVar(&c.name, "name", "overload", "the case's name in RESULT lines")
+	flag.StringVar(&c.account, "account", "", "make every heavy key this account's")
+	flag.IntVar(&c.neighbour, "neighbour", 0, "connections of a second application running heavy statements straight on the database throughout")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/overload:", err)
@@ -78,11 +88,15 @@ func run(c config) error {
 	// not of the driver's or of other clients of the same server.
 	load.Groups = demo.ServerProcesses(pool, map[string]string{"geogate": "pg:api", "geogate-tiles": "pg:api"})
 
-	heavyKeys, err := createKeys(c.api, dbURL, "overload-heavy", c.heavyKeys)
+	heavyPrefix := "overload-heavy"
+	if c.account != "" {
+		heavyPrefix = c.account
+	}
+	heavyKeys, err := createKeys(c.api, dbURL, heavyPrefix, c.heavyKeys, c.account)
 	if err != nil {
 		return err
 	}
-	lightKeys, err := createKeys(c.api, dbURL, "overload-light", c.lightKeys)
+	lightKeys, err := createKeys(c.api, dbURL, "overload-light", c.lightKeys, "")
 	if err != nil {
 		return err
 	}
@@ -103,6 +117,11 @@ func run(c config) error {
 		heavy: heavyTargets(points, cursors), heavyKeys: heavyKeys, heavyConc: c.heavyConc,
 		light: lightTargets(points), lightKeys: lightKeys, lightRate: c.lightRate,
 	}
+	stopNeighbour, err := startNeighbour(dbURL, c.neighbour)
+	if err != nil {
+		return err
+	}
+	defer stopNeighbour()
 	printHeader(c, w)
 	trials := map[string][]trial{}
 	for _, s := range sides { // connections open, keys cached, plans made
@@ -142,7 +161,11 @@ func startSides(c config, dbURL string) ([]side, func(), error) {
 		}
 	}
 	for _, s := range []struct{ name, value string }{{"on", "true"}, {"off", "false"}} {
-		base, stop, err := apiproc.Start(c.api, append(common, "DB_FAIR_SHARE="+s.value))
+		env := append(common, "DB_FAIR_SHARE="+s.value)
+		if s.name == "on" {
+			env = append(env, strings.Fields(os.Getenv("OVERLOAD_ON_ENV"))...)
+		}
+		base, stop, err := apiproc.Start(c.api, env)
 		if err != nil {
 			stopAll()
 			return nil, nil, err
@@ -154,12 +177,18 @@ func startSides(c config, dbURL string) ([]side, func(), error) {
 }
 
 func printHeader(c config, w *workload) {
-	fmt.Printf("## Overload: light callers next to heavy ones saturating PostgreSQL, fair share on and off (median of %d trials of %s per side, alternating)\n\n", c.runs, c.dur)
+	fmt.Printf("## %s: light callers next to heavy ones saturating PostgreSQL, fair share on and off (median of %d trials of %s per side, alternating)\n\n", c.name, c.runs, c.dur)
 	fmt.Printf("load average at the start: %s\n", loadAvg())
 	fmt.Printf("heavy: %d API keys, %d closed-loop clients (each key within its limits, raised to 100000/1s), in turn: /within 20 km around %d cities, items pages of 1,000 places in %d boxes of 5 degrees, items pages of 1,000 at %d cursors through the layer, cold tiles of places and geofences at z4 and z5 (%d, tile cache off)\n",
 		c.heavyKeys, c.heavyConc, len(w.heavy.within), len(w.heavy.boxes), len(w.heavy.cursors), len(w.heavy.tiles))
+	if c.account != "" {
+		fmt.Printf("the heavy keys are one account's (%s): the fair queue weighs them as one caller (DB_FAIR_IDENTITY=account, the default)\n", c.account)
+	}
+	if c.neighbour > 0 {
+		fmt.Printf("neighbour: a second application's %d connections run %q back to back on the same database throughout, light load alone included, not through geogate\n", c.neighbour, neighbourSQL)
+	}
 	fmt.Printf("light: %d API keys, %.0f req/s each, open loop (latency from each request's scheduled time): /within 1 km around %d cities; unloaded: the same light load alone on the same service\n", c.lightKeys, c.lightRate, len(w.light))
-	fmt.Println("api serve: DB_MAX_CONNS=8 (DB_FAIR_SLOTS the same), TILES_DB_MAX_CONNS 10 (off: a pool of its own; on: shares the 8 slots), DB_FAIR_MAX_WAIT and DB_ACQUIRE_TIMEOUT 1s, everything else default but DB_FAIR_SHARE")
+	fmt.Println("api serve: DB_MAX_CONNS=8 (DB_FAIR_SLOTS the same, adaptive down to 2), TILES_DB_MAX_CONNS 10 (off: a pool of its own; on: shares the 8 slots), DB_FAIR_MAX_WAIT and DB_ACQUIRE_TIMEOUT 1s, everything else default but DB_FAIR_SHARE")
 	fmt.Println("db: completed transactions of the bench database (pg_stat_database.xact_commit) per second over the measured window; every statement of the service is one. PostgreSQL publishes each server process's counts at most once a second, so this is read over a window that starts under load; pg CPU: CPU seconds per second of the service's server processes")
 	fmt.Println()
 }

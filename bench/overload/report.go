@@ -67,8 +67,8 @@ func report(c config, trials map[string][]trial) {
 		s    summary
 	}{{"on", on}, {"off", off}} {
 		s := r.s
-		fmt.Printf("RESULT overload side=%s unloaded_p50=%.2f unloaded_p99=%.2f light_p50=%.2f light_p99=%.2f light_p99_range=%.2f-%.2f light_ok=%.2f heavy_rps=%.0f heavy_shed=%.0f heavy_other=%.0f db_qps=%.0f db_qps_range=%.0f-%.0f pg_cores=%.2f heavy_keys=%d heavy_conc=%d light_keys=%d light_rate=%.0f\n",
-			r.name, s.unloadedP50, s.unloadedP99, s.lightP50, s.lightP99, s.lightP99Lo, s.lightP99Hi, s.lightOK,
+		fmt.Printf("RESULT %s side=%s unloaded_p50=%.2f unloaded_p99=%.2f light_p50=%.2f light_p99=%.2f light_p99_range=%.2f-%.2f light_ok=%.2f heavy_rps=%.0f heavy_shed=%.0f heavy_other=%.0f db_qps=%.0f db_qps_range=%.0f-%.0f pg_cores=%.2f heavy_keys=%d heavy_conc=%d light_keys=%d light_rate=%.0f\n",
+			c.name, r.name, s.unloadedP50, s.unloadedP99, s.lightP50, s.lightP99, s.lightP99Lo, s.lightP99Hi, s.lightOK,
 			s.heavyRate, s.heavyShed, s.heavyOth, s.db, s.dbLo, s.dbHi, s.pgCores, c.heavyKeys, c.heavyConc, c.lightKeys, c.lightRate)
 	}
 }

@@ -20,14 +20,18 @@ import (
 // createKeys makes n API keys named prefix-00, prefix-01... with fixed
 // secrets, replacing them if they exist, so that every run's callers are
 // the same identities with the same scopes and default tier. It returns
-// the header each key is sent with.
-func createKeys(bin, dbURL, prefix string, n int) ([]load.Header, error) {
+// the header each key is sent with. With account set, every key is that
+// account's.
+func createKeys(bin, dbURL, prefix string, n int, account string) ([]load.Header, error) {
 	out := make([]load.Header, n)
 	for i := range out {
 		name := fmt.Sprintf("%s-%02d", prefix, i)
 		secret := name + "-bench-secret"
 		cmd := exec.Command(bin, "keys", "create", "--name", name, "--secret", secret, "--replace",
 			"--scopes", "proximity:read,features:read,tiles:read")
+		if account != "" {
+			cmd.Args = append(cmd.Args, "--account", account)
+		}
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("keys create %s: %v: %s", name, err, msg)

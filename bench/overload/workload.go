@@ -31,6 +31,7 @@ type trial struct {
 	seconds  float64     // the measured window
 	commits  int64       // transactions the database committed in it
 	pgCPU    time.Duration
+	queue    queueFigures // the fair queue's limit and slowdown
 }
 
 func (t trial) heavyRate() float64 { return float64(t.heavy.ok) / t.seconds }
@@ -38,9 +39,9 @@ func (t trial) dbRate() float64    { return float64(t.commits) / t.seconds }
 func (t trial) pgCores() float64   { return t.pgCPU.Seconds() / t.seconds }
 
 func (t trial) String() string {
-	return fmt.Sprintf("light alone p50 %.2f p99 %.2f ms %.1f%% 2xx | under load p50 %.2f p99 %.2f ms %.1f%% 2xx%s | heavy %.0f req/s, %d shed (503), %d other%s | db %.0f commits/s, pg CPU %.2f cores",
+	return fmt.Sprintf("light alone p50 %.2f p99 %.2f ms %.1f%% 2xx | under load p50 %.2f p99 %.2f ms %.1f%% 2xx%s | heavy %.0f req/s, %d shed (503), %d other%s | db %.0f commits/s, pg CPU %.2f cores%s",
 		t.unloaded.p50, t.unloaded.p99, t.unloaded.okShare(), t.light.p50, t.light.p99, t.light.okShare(), t.light.failNote(),
-		t.heavyRate(), t.heavy.shed, t.heavy.other, t.heavy.otherNote(), t.dbRate(), t.pgCores())
+		t.heavyRate(), t.heavy.shed, t.heavy.other, t.heavy.otherNote(), t.dbRate(), t.pgCores(), t.queue)
 }
 
 // trial measures the light load alone, then next to the heavy one.
@@ -63,10 +64,12 @@ func (w *workload) overload(pool *pgxpool.Pool, base string, d time.Duration) tr
 	start := time.Now()
 	light := make(chan lightResult, 1)
 	go func() { light <- w.runLight(base, d) }()
+	watch := watchQueue(base)
 	time.Sleep(d)
 	heavy1, commits1, cpu1 := h.counts(), commits(ctx, pool), load.CPU()
 	t := trial{seconds: time.Since(start).Seconds(), commits: commits1 - commits0, pgCPU: cpu1["pg:api"] - cpu0["pg:api"]}
 	t.heavy = heavy1.minus(heavy0)
+	t.queue = watch.figures()
 	// The heavy load goes on until the last light answers, so that
 	// those meet the same database as the others.
 	t.light = <-light

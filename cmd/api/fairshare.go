@@ -24,14 +24,19 @@ func newFairQueue(f config.FairShare, reg prometheus.Registerer) pg.Queue {
 
 // fairCaller names the request's caller to the fair queue: the identity
 // it is rate limited as, grouped as DB_FAIR_IDENTITY says (the keys of
-// one account, anonymous callers of one network), weighted by its tier.
+// one account, anonymous callers of one network), weighted by its tier,
+// and the work it does.
 func fairCaller(s fairshare.Settings) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
 		id := auth.FromContext(ctx)
 		name := s.Group.Name(fairshare.Caller{Key: id.LimitKey(), Account: id.Account, Tier: id.Tier,
 			Anonymous: id.Anonymous, Addr: peer.Of(c.Request).Addr})
-		c.Request = c.Request.WithContext(fairshare.WithCaller(ctx, name, s.Weight(id.Tier)))
+		ctx = fairshare.WithCaller(ctx, name, s.Weight(id.Tier))
+		// The route is the work whose pace the queue compares (see
+		// fairshare.WithWork).
+		ctx = fairshare.WithWork(ctx, c.Request.Method+" "+c.FullPath())
+		c.Request = c.Request.WithContext(ctx)
 		c.Next()
 	}
 }

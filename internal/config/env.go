@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -38,6 +39,23 @@ func (r *reader) integer(name string, def, min, max int) int {
 	}
 	if n < min || n > max {
 		r.fail(name, v, fmt.Sprintf("must be between %d and %d", min, max))
+		return def
+	}
+	return n
+}
+
+func (r *reader) number(name string, def, min, max float64) float64 {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(n) {
+		r.fail(name, v, "not a number")
+		return def
+	}
+	if n < min || n > max {
+		r.fail(name, v, fmt.Sprintf("must be between %g and %g", min, max))
 		return def
 	}
 	return n

@@ -39,6 +39,9 @@ func loadFairShare(r *reader, db DB) FairShare {
 	if !slices.Contains(fairshare.Groupings, f.Settings.Group.By) {
 		r.fail("DB_FAIR_IDENTITY", f.Settings.Group.By, "must be one of "+strings.Join(fairshare.Groupings, ", "))
 	}
+	f.Settings.Adaptive = r.boolean("DB_FAIR_ADAPTIVE", true)
+	f.Settings.MinSlots = r.integer("DB_FAIR_MIN_SLOTS", min(fairshare.DefaultMinSlots, f.Settings.Slots), 1, f.Settings.Slots)
+	f.Settings.Tolerance = r.number("DB_FAIR_LATENCY_TOLERANCE", fairshare.DefaultTolerance, 1.05, 100)
 	f.Settings.MaxQueue = r.integer("DB_FAIR_MAX_QUEUE", 64*f.Settings.Slots, 1, 1_000_000)
 	if r.str("DB_FAIR_MAX_WAIT", "") != "" && f.Settings.MaxWait >= db.QueryTimeout {
 		r.fail("DB_FAIR_MAX_WAIT", f.Settings.MaxWait.String(), "must be less than DB_QUERY_TIMEOUT ("+db.QueryTimeout.String()+"), which bounds the wait and the query together")

@@ -141,3 +141,69 @@ func TestLightCallerGetsThroughSaturation(t *testing.T) {
 		t.Errorf("light caller's p99 wait %v, want it under half the heavy callers' median wait %v", lp99, hp50)
 	}
 }
+
+// TestLimitFollowsTheDatabase runs a light identity's quick statements,
+// then a crowd of CPU-bound ones beside them that is more than the
+// machine's cores can run at once, then the light ones alone again: the
+// queue admits fewer calls while the crowd slows the same light work
+// down, and all of its slots again once it is gone.
+func TestLimitFollowsTheDatabase(t *testing.T) {
+	const slots = 8
+	pool, err := pg.Open(context.Background(), testenv.Getenv(t, "TEST_DATABASE_URL"), pg.Options{MaxConns: slots, MinConns: slots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	q := fairshare.New(fairshare.Settings{Slots: slots, MaxWait: 20 * time.Second, Adaptive: true, MinSlots: 2, Tolerance: 1.5})
+	run := &pg.Runner{Pool: pool, Queue: q, Timeouts: pg.Timeouts{QueryTimeout: 30 * time.Second, AcquireTimeout: 30 * time.Second}}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	var light outcomes
+	lightDone := make(chan struct{})
+	go func() {
+		defer close(lightDone)
+		lctx := fairshare.WithWork(fairshare.WithCaller(ctx, "light", 1), "count")
+		for lctx.Err() == nil {
+			call(lctx, run, "SELECT count(*) FROM generate_series(1, 200000)", &light)
+			time.Sleep(5 * time.Millisecond) // a light caller's pace
+		}
+	}()
+	waitUntil(t, func() bool { return light.ran() >= 40 }, 30*time.Second, "40 light calls unloaded")
+
+	cctx, stopCrowd := context.WithCancel(ctx)
+	var crowd outcomes
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hctx := fairshare.WithWork(fairshare.WithCaller(cctx, "heavy-"+string(rune('a'+i%4)), 1), "burn")
+			for hctx.Err() == nil {
+				call(hctx, run, "SELECT count(*) FROM generate_series(1, 3000000)", &crowd)
+			}
+		}()
+	}
+	waitUntil(t, func() bool { return q.Limit() <= slots/2 }, 30*time.Second, "the limit narrowed")
+	t.Logf("under the crowd: limit %d, slowdown %.2f", q.Limit(), q.Slowdown())
+	stopCrowd()
+	wg.Wait()
+	waitUntil(t, func() bool { return q.Limit() == slots }, 30*time.Second, "the limit back to every slot")
+	stop()
+	<-lightDone
+	if len(light.other) > 0 || light.shed > 0 || len(crowd.other) > 0 {
+		t.Fatalf("calls failed: light %v (%d turned away), crowd %v", light.other, light.shed, crowd.other)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after d.
+func waitUntil(t *testing.T, cond func() bool, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond) // the queue moves every 100 ms
+	}
+}

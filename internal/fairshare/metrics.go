@@ -62,5 +62,13 @@ func (q *Queue) Register(reg prometheus.Registerer) {
 			Name: "geogate_fairshare_slots_in_use",
 			Help: "Slots held by database calls, of DB_FAIR_SLOTS.",
 		}, func() float64 { return float64(q.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "geogate_fairshare_limit",
+			Help: "How many database calls the queue admits at once now: DB_FAIR_SLOTS, or fewer (down to DB_FAIR_MIN_SLOTS) while the database runs the same work slower than unloaded.",
+		}, func() float64 { return float64(q.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "geogate_fairshare_slowdown",
+			Help: "The latest measure of how many times slower than unloaded the database runs the same work (a geometric mean over the kinds of work seen in the last step); past DB_FAIR_LATENCY_TOLERANCE the limit narrows.",
+		}, func() float64 { return q.Slowdown() }),
 	)...)
 }

@@ -39,7 +39,8 @@ type Queue struct {
 	m   *metrics
 
 	mu      sync.Mutex
-	free    int // slots nobody holds
+	inUse   int // slots held
+	c       controller
 	waiting int // callers waiting, over every identity
 	ids     map[string]*identity
 	// queued are the identities with callers waiting.
@@ -66,15 +67,18 @@ type identity struct {
 	// its next slot.
 	est     float64
 	waiters []*waiter // oldest first
-	// leave is the identity's function giving back a slot, made once.
-	leave func(time.Duration)
+	// works are the kinds of call it made, by name (see WithWork).
+	works map[string]*work
 }
 
 // waiter is one call waiting for a slot.
 type waiter struct {
 	id    *identity
+	work  *work
 	since time.Time
 	seq   uint64
+	// unloaded is whether the slot it got was among the first MinSlots.
+	unloaded bool
 	// ready receives nil when the slot is given, or the refusal.
 	ready chan error
 }
@@ -86,7 +90,7 @@ func New(s Settings) *Queue {
 		s:      s,
 		now:    time.Now,
 		m:      newMetrics(),
-		free:   s.Slots,
+		c:      controller{limit: float64(s.Slots), slowdown: 1, active: make(map[*work]struct{})},
 		ids:    make(map[string]*identity),
 		queued: make(map[*identity]struct{}),
 	}
@@ -102,13 +106,14 @@ func (q *Queue) Enter(ctx context.Context) (leave func(held time.Duration), err 
 	q.mu.Lock()
 	now := q.now()
 	id := q.identity(c, now)
-	if q.free > 0 && q.waiting == 0 {
-		q.grant(id)
+	wk := q.work(id, workOf(ctx))
+	if q.inUse < q.slots() && q.waiting == 0 || q.light(id, now) {
+		leave := wk.leaveFor(q.grant(id))
 		q.mu.Unlock()
 		q.m.admitted(false)
-		return id.leave, nil
+		return leave, nil
 	}
-	w := &waiter{id: id, since: now, ready: make(chan error, 1)}
+	w := &waiter{id: id, work: wk, since: now, ready: make(chan error, 1)}
 	q.wait(w)
 	q.shedExcess(now)
 	q.mu.Unlock()
@@ -132,7 +137,7 @@ func (q *Queue) await(ctx context.Context, w *waiter) (func(time.Duration), erro
 		return nil, err
 	}
 	q.m.admitted(true)
-	return w.id.leave, nil
+	return w.work.leaveFor(w.unloaded), nil
 }
 
 // giveUp takes w out of the queue, unless its slot or refusal came
@@ -154,7 +159,7 @@ func (q *Queue) giveUp(w *waiter, why error) error {
 	if _, reduced := why.(*apperr.Error); reduced {
 		return nil // the slot came in time after all
 	}
-	w.id.leave(0)
+	w.work.leaveFor(w.unloaded)(0)
 	return why
 }
 
@@ -164,7 +169,6 @@ func (q *Queue) identity(c caller, now time.Time) *identity {
 	id, ok := q.ids[c.id]
 	if !ok {
 		id = &identity{id: c.id, at: now}
-		id.leave = func(held time.Duration) { q.leave(id, held) }
 		q.ids[c.id] = id
 	}
 	id.weight = float64(c.weight)
@@ -172,21 +176,24 @@ func (q *Queue) identity(c caller, now time.Time) *identity {
 }
 
 // grant gives a slot to id, charging it what its calls usually use until
-// it says what this one did.
-func (q *Queue) grant(id *identity) {
-	q.free--
+// it says what this one did. It reports whether the call runs unloaded:
+// with no more than MinSlots calls running, itself included.
+func (q *Queue) grant(id *identity) (unloaded bool) {
+	q.inUse++
 	id.held++
 	est := id.est
 	if est == 0 {
 		est = q.avgHold
 	}
 	id.pending += est
+	return q.inUse <= q.s.MinSlots
 }
 
-// leave gives back a slot of id whose call held a connection for held,
-// and passes the slot on.
-func (q *Queue) leave(id *identity, held time.Duration) {
+// leave gives back a slot of a call of w that held a connection for
+// held, unloaded or not (see grant), and passes the slot on.
+func (q *Queue) leave(w *work, held time.Duration, unloaded bool) {
 	h := held.Seconds()
+	id := w.id
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
@@ -199,7 +206,9 @@ func (q *Queue) leave(id *identity, held time.Duration) {
 	id.usage += h
 	id.est = average(id.est, h)
 	q.avgHold = average(q.avgHold, h)
-	q.free++
+	q.inUse--
+	q.observe(w, held, unloaded)
+	q.adjust(now)
 	q.dispatch()
 	q.sweep(now)
 }
@@ -213,13 +222,17 @@ func average(avg, x float64) float64 {
 }
 
 // dispatch gives the free slots to the waiting callers, the lightest
-// identity's oldest first.
+// identity's oldest first, and those beyond the limit to a light one.
 func (q *Queue) dispatch() {
-	for q.free > 0 && q.waiting > 0 {
+	now := q.now()
+	for q.waiting > 0 {
 		id := q.lightest()
+		if q.inUse >= q.slots() && !q.light(id, now) {
+			return
+		}
 		w := id.waiters[0]
 		q.remove(w)
-		q.grant(id)
+		w.unloaded = q.grant(id)
 		w.ready <- nil
 	}
 }
@@ -329,7 +342,7 @@ func (q *Queue) servable() int {
 	if q.avgHold <= 0 {
 		return q.s.MaxQueue
 	}
-	n := float64(q.s.Slots) * q.s.MaxWait.Seconds() / q.avgHold
+	n := float64(q.slots()) * q.s.MaxWait.Seconds() / q.avgHold
 	if n > float64(q.s.MaxQueue) {
 		return q.s.MaxQueue
 	}
@@ -345,7 +358,7 @@ func (q *Queue) refusal(reason string) error {
 // refusalLocked is the error of a call turned away: Retry-After is about
 // how long the calls waiting now take to be served.
 func (q *Queue) refusalLocked(reason string) error {
-	drain := time.Duration(float64(q.waiting) * q.avgHold / float64(q.s.Slots) * float64(time.Second))
+	drain := time.Duration(float64(q.waiting) * q.avgHold / float64(q.slots()) * float64(time.Second))
 	retry := min(max(drain, time.Second), 30*time.Second)
 	msg := "The database is busy and this caller has been using more of it than others; try again shortly."
 	if reason == ReasonTimeout {
@@ -382,5 +395,5 @@ func (q *Queue) Waiting() int {
 func (q *Queue) InUse() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.s.Slots - q.free
+	return q.inUse
 }

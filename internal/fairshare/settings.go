@@ -20,6 +20,12 @@ type Settings struct {
 	Weights map[string]int
 	// Group says whom the queue weighs as one identity.
 	Group Grouping
+	// Adaptive lets the queue admit fewer than Slots calls at once
+	// while the database runs the same work more than Tolerance times
+	// slower than it does unloaded, down to MinSlots (see limit.go).
+	Adaptive  bool
+	MinSlots  int
+	Tolerance float64
 }
 
 // The defaults of the Settings left zero.
@@ -28,6 +34,8 @@ const (
 	DefaultHalfLife = 5 * time.Second
 	// defaultQueuePerSlot sizes MaxQueue when it is not set.
 	defaultQueuePerSlot = 64
+	DefaultMinSlots     = 2
+	DefaultTolerance    = 1.5
 )
 
 // Weight returns the weight of tier: its own, or 1.
@@ -51,6 +59,13 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.HalfLife <= 0 {
 		s.HalfLife = DefaultHalfLife
+	}
+	if s.MinSlots < 1 {
+		s.MinSlots = DefaultMinSlots
+	}
+	s.MinSlots = min(s.MinSlots, s.Slots)
+	if s.Tolerance <= 1 {
+		s.Tolerance = DefaultTolerance
 	}
 	return s
 }

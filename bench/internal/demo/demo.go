@@ -19,8 +19,9 @@ import (
 
 // EnsureDB returns the URL of database name on the server at serverURL,
 // creating it, migrating it and loading the demo data (the cities and the
-// country fences, analysed) when it does not exist. Run from the
-// repository root, where data/ is.
+// country fences, analysed) when it does not exist, and migrating it to
+// this build's schema when it does. Run from the repository root, where
+// data/ is.
 func EnsureDB(ctx context.Context, serverURL, name string) (string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
@@ -37,7 +38,7 @@ func EnsureDB(ctx context.Context, serverURL, name string) (string, error) {
 	}
 	u.Path = "/" + name
 	if exists {
-		return u.String(), nil
+		return u.String(), migrate(ctx, u.String())
 	}
 	fmt.Fprintf(os.Stderr, "creating %s with the demo data...\n", name)
 	ident := pgx.Identifier{name}.Sanitize()
@@ -52,15 +53,25 @@ func EnsureDB(ctx context.Context, serverURL, name string) (string, error) {
 }
 
 func fill(ctx context.Context, dbURL string) error {
+	if err := migrate(ctx, dbURL); err != nil {
+		return err
+	}
 	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 2})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	return load(ctx, pool)
+}
+
+// migrate brings the database at dbURL to this build's schema.
+func migrate(ctx context.Context, dbURL string) error {
+	pool, err := pg.Open(ctx, dbURL, pg.Options{MaxConns: 2})
+	if err != nil {
 		return err
 	}
-	return load(ctx, pool)
+	defer pool.Close()
+	return pg.Migrate(ctx, pool, pg.Schemas{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 func load(ctx context.Context, pool *pgxpool.Pool) error {
