@@ -21,12 +21,12 @@ func TestLoadFairShare(t *testing.T) {
 		{"Defaults", nil, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 20, MaxWait: time.Second, MaxQueue: 1280, HalfLife: 5 * time.Second,
 			Group:    fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
-			Adaptive: true, MinSlots: 2, Tolerance: 1.5,
+			Adaptive: true, MinSlots: 2, Tolerance: 2,
 		}}, nil},
 		{"FollowsThePool", map[string]string{"DB_MAX_CONNS": "8", "DB_ACQUIRE_TIMEOUT": "300ms"}, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 8, MaxWait: 300 * time.Millisecond, MaxQueue: 512, HalfLife: 5 * time.Second,
 			Group:    fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
-			Adaptive: true, MinSlots: 2, Tolerance: 1.5,
+			Adaptive: true, MinSlots: 2, Tolerance: 2,
 		}}, nil},
 		{"Set", map[string]string{
 			"DB_FAIR_SHARE": "false", "DB_FAIR_SLOTS": "4", "DB_FAIR_MAX_WAIT": "500ms",
@@ -42,7 +42,7 @@ func TestLoadFairShare(t *testing.T) {
 		{"WaitWithinQueryTimeout", map[string]string{"DB_QUERY_TIMEOUT": "500ms"}, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 20, MaxWait: 250 * time.Millisecond, MaxQueue: 1280, HalfLife: 5 * time.Second,
 			Group:    fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
-			Adaptive: true, MinSlots: 2, Tolerance: 1.5,
+			Adaptive: true, MinSlots: 2, Tolerance: 2,
 		}}, nil},
 		{"NoSlots", map[string]string{"DB_FAIR_SLOTS": "0"}, FairShare{}, []string{"DB_FAIR_SLOTS"}},
 		{"WaitPastQueryTimeout", map[string]string{"DB_FAIR_MAX_WAIT": "2s"}, FairShare{}, []string{"DB_FAIR_MAX_WAIT", "DB_QUERY_TIMEOUT"}},
@@ -59,7 +59,7 @@ func TestLoadFairShare(t *testing.T) {
 		{"OneSlotIsTheLeast", map[string]string{"DB_FAIR_SLOTS": "1"}, FairShare{On: true, Settings: fairshare.Settings{
 			Slots: 1, MaxWait: time.Second, MaxQueue: 64, HalfLife: 5 * time.Second,
 			Group:    fairshare.Grouping{By: "account", IPv4Bits: 24, IPv6Bits: 48},
-			Adaptive: true, MinSlots: 1, Tolerance: 1.5,
+			Adaptive: true, MinSlots: 1, Tolerance: 2,
 		}}, nil},
 	}
 	for _, tt := range tests {

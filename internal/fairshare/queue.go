@@ -342,7 +342,11 @@ func (q *Queue) servable() int {
 	if q.avgHold <= 0 {
 		return q.s.MaxQueue
 	}
-	n := float64(q.slots()) * q.s.MaxWait.Seconds() / q.avgHold
+	// By every slot, not the narrowed limit: a narrowed limit makes
+	// calls wait longer, each within MaxWait, rather than turning them
+	// away at once, which would make them come back at once and load the
+	// service (and the database's machine) with refusals.
+	n := float64(q.s.Slots) * q.s.MaxWait.Seconds() / q.avgHold
 	if n > float64(q.s.MaxQueue) {
 		return q.s.MaxQueue
 	}

@@ -35,7 +35,7 @@ const (
 	// defaultQueuePerSlot sizes MaxQueue when it is not set.
 	defaultQueuePerSlot = 64
 	DefaultMinSlots     = 2
-	DefaultTolerance    = 1.5
+	DefaultTolerance    = 2.0
 )
 
 // Weight returns the weight of tier: its own, or 1.
