@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,44 @@ func TestItemsPageByteBudget(t *testing.T) {
 	for id, n := range seen {
 		if n != 1 {
 			t.Errorf("feature %s read %d times", id, n)
+		}
+	}
+}
+
+// TestItemsSQLStopsAtTheBudget: the database sends a page of large
+// features only up to the row after the one that spends the byte budget,
+// not the thousand the limit allows: 40 rows of 100 KiB, 1 MiB a page.
+func TestItemsSQLStopsAtTheBudget(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	heavyTable(t, pool, 40, 100<<10)
+	ctx, svc := featuresService(t, pool, map[string]string{"DATABASE_URL": dbURL, "FEATURES_MAX_PAGE_BYTES": "1048576"})
+	stmts, err := svc.ItemsSQL(ctx, "heavy", url.Values{"limit": {"1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, stmts[0].SQL, stmts[0].Args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v[0].(string))
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	// The page holds 11 (the 11th spends the budget) and the 12th says
+	// more follow.
+	if len(ids) != 12 {
+		t.Errorf("the page's statement sent %d rows %v, want 12", len(ids), ids)
+	}
+	for i, id := range ids {
+		if id != strconv.Itoa(i+1) {
+			t.Fatalf("rows %v, want 1 to %d in order", ids, len(ids))
 		}
 	}
 }

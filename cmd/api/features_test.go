@@ -14,6 +14,7 @@ import (
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/testenv"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ogcPage is the part of an items page the tests read.
@@ -360,15 +361,10 @@ func TestFeaturesPagingWhileWriting(t *testing.T) {
 	}
 }
 
-// TestItemsSQLIsTheRoutes: the statements features.Service.ItemsSQL gives
-// for a page select the features the items route answers that page with,
-// and on a first page count its numberMatched, so that a baseline built
-// on them measures what the route runs.
-func TestItemsSQLIsTheRoutes(t *testing.T) {
-	pool, dbURL := testenv.DemoDBWithURL(t)
-	key := "items-sql-test-cursor-key"
-	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s", "FEATURES_CURSOR_KEY": key}
-	base, _ := startService(t, env)
+// featuresService is the features service env configures over pool, as
+// the routes have it, and a context for its calls.
+func featuresService(t *testing.T, pool *pgxpool.Pool, env map[string]string) (context.Context, *features.Service) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // the catalog stops refreshing before the pool closes
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedPostgres)
@@ -379,7 +375,19 @@ func TestItemsSQLIsTheRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Rights{})
+	return ctx, features.New(pg.Runner{Pool: pool, Timeouts: cfg.Features.Timeouts}, cat, cfg.Features, features.Rights{})
+}
+
+// TestItemsSQLIsTheRoutes: the statements features.Service.ItemsSQL gives
+// for a page select the features the items route answers that page with,
+// and on a first page count its numberMatched, so that a baseline built
+// on them measures what the route runs.
+func TestItemsSQLIsTheRoutes(t *testing.T) {
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	key := "items-sql-test-cursor-key"
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s", "FEATURES_CURSOR_KEY": key}
+	base, _ := startService(t, env)
+	ctx, svc := featuresService(t, pool, env)
 	filter := url.Values{"limit": {"9"}, "filter": {"S_INTERSECTS(geometry,POLYGON((13 52.3,13.8 52.3,13.8 52.7,13 52.7,13 52.3))) AND name LIKE 'B%'"}}
 	for _, q := range []string{"limit=7&bbox=13,52.3,13.8,52.7", "limit=5&bbox=13,52.3,13.8,52.7&sortby=-name&properties=country", filter.Encode()} {
 		next := base + "/collections/places/items?" + q

@@ -78,8 +78,8 @@ func (s *Service) checkItems(ctx context.Context, id string, v url.Values) (*ite
 
 // batch is the statements r runs, in one round trip: its page, then on a
 // first page the count of every feature it matches.
-func (r *itemsRequest) batch(own string) []Statement {
-	sql, args := r.l.pageSQL(r.q, own)
+func (r *itemsRequest) batch(own string, budget int) []Statement {
+	sql, args := r.l.pageSQL(r.q, own, budget)
 	out := []Statement{{SQL: sql, Args: args}}
 	if r.resumed == nil {
 		csql, cargs := r.l.countSQL(r.q, own)
@@ -96,9 +96,9 @@ type Statement struct {
 
 // ItemsSQL returns the statements an items request of collection id with
 // query parameters v runs, as the items route would run them for a caller
-// who may see the whole layer: the page (limit+1 rows of the id as text,
-// the properties as jsonb, the GeoJSON geometry as text and each sort
-// value as text), then, on a first page (no cursor), the count of every
+// who may see the whole layer: the page (limit+1 rows of the id, the
+// properties, the GeoJSON geometry and each sort value, as text, stopped
+// in the database past the page's byte budget), then, on a first page (no cursor), the count of every
 // match. The route sends them in one batch on one connection. A request
 // the route refuses is the same error here.
 func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Statement, error) {
@@ -106,7 +106,7 @@ func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Stat
 	if err != nil {
 		return nil, err
 	}
-	return r.batch(s.s.Own), nil
+	return r.batch(s.s.Own, s.maxPageBytes()), nil
 }
 
 // items reads one page of collection id's features as the query
@@ -125,7 +125,7 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 	var more bool
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		b := &pgx.Batch{}
-		for _, st := range r.batch(s.s.Own) {
+		for _, st := range r.batch(s.s.Own, s.maxPageBytes()) {
 			b.Queue(st.SQL, st.Args...)
 		}
 		res := conn.SendBatch(ctx, b)
@@ -157,7 +157,8 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 // until out says the page is full, and returns how many it handed, the
 // position of the last, and whether more may follow. Rows left when the
 // page fills are read off and dropped (rows.Close), so that the batch's
-// count can be read. Each feature is made of the row's own bytes, valid
+// count can be read: few, since the database stops the page past its
+// budget (see budgeted). Each feature is made of the row's own bytes, valid
 // until the next row: nothing of a row outlives out.
 func writePage(rows pgx.Rows, l *layerSQL, q *query, out pageOut) (n int, last position, more bool, err error) {
 	defer rows.Close()
@@ -290,7 +291,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 	}
 	var f *Feature
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		sql, args := l.pageSQL(q, s.s.Own)
+		sql, args := l.pageSQL(q, s.s.Own, 0)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err

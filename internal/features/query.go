@@ -183,23 +183,60 @@ func (s *layerSQL) after(b *builder, q *query, p *position) string {
 
 // pageSQL selects one page of q: id, properties, GeoJSON geometry, then
 // each sort value as text, limit+1 rows (the extra says a next page
-// exists).
-func (s *layerSQL) pageSQL(q *query, own string) (string, []any) {
+// exists). With a budget, the database stops the page too (see
+// budgeted), and the properties come as text.
+func (s *layerSQL) pageSQL(q *query, own string, budget int) (string, []any) {
 	b := &builder{}
 	where := s.conditions(b, q, own)
 	if q.after != nil {
 		where = append(where, s.after(b, q, q.after))
 	}
-	cols := []string{s.key + "::text", s.propsExpr(b, q.props), s.geoJSON(b, q, own)}
+	props := s.propsExpr(b, q.props)
+	if budget > 0 {
+		props = "(" + props + ")::text"
+	}
+	cols := []string{s.key + "::text", props, s.geoJSON(b, q, own)}
 	for _, k := range q.sort {
 		cols = append(cols, k.q.SQL+"::text")
+	}
+	for i := range cols {
+		cols[i] += fmt.Sprintf(" AS c%d", i)
 	}
 	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + s.l.Qualified() + " l"
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
 	sql += " ORDER BY " + s.order(q) + " LIMIT " + b.arg(q.limit+1) + "::int"
+	if budget > 0 {
+		sql = budgeted(sql, len(cols), b.arg(budget))
+	}
 	return sql, b.args
+}
+
+// budgeted is the page sel (columns c0 to c(n-1): the id, the properties
+// and the geometry as text, the sort values) without the rows after the
+// one that follows the first to bring the properties and geometry of
+// the rows up to it to budget bytes. The page writer counts more than
+// those (every feature's id and framing, the page's own), so it ends its
+// page no later than that first row and still finds the next, which says
+// that more follow; the rows past it are neither sent nor read, where
+// pgx would otherwise read and drop every one before the connection
+// could serve again.
+func budgeted(sel string, n int, budget string) string {
+	cols := make([]string, n)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("w.c%d", i)
+	}
+	// The window keeps the page's order: it numbers and sums the rows as
+	// the sorted, limited page yields them.
+	return `SELECT ` + strings.Join(cols, ", ") + ` FROM (
+  SELECT p.*, row_number() OVER () AS n,
+    coalesce(sum(octet_length(p.c1) + coalesce(octet_length(p.c2), 0))
+      OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS before
+  FROM (` + sel + `) p
+) w
+WHERE w.before < ` + budget + `::bigint
+ORDER BY w.n`
 }
 
 // countSQL counts the features q matches, all pages together.
