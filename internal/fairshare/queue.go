@@ -69,6 +69,9 @@ type identity struct {
 	waiters []*waiter // oldest first
 	// works are the kinds of call it made, by name (see WithWork).
 	works map[string]*work
+	// party, when set, is whom this identity is for: a call shared by
+	// several callers (see Party).
+	party *Party
 }
 
 // waiter is one call waiting for a slot.
@@ -102,10 +105,14 @@ func New(s Settings) *Queue {
 // away gets an apperr of kind Reduced; a call whose ctx ends while it
 // waits gets ctx's error.
 func (q *Queue) Enter(ctx context.Context) (leave func(held time.Duration), err error) {
-	c := callerOf(ctx)
 	q.mu.Lock()
 	now := q.now()
-	id := q.identity(c, now)
+	var id *identity
+	if p := partyOf(ctx); p != nil {
+		id = q.partyIdentity(p)
+	} else {
+		id = q.identity(callerOf(ctx), now)
+	}
 	wk := q.work(id, workOf(ctx))
 	if q.inUse < q.slots() && q.waiting == 0 || q.light(id, now) {
 		leave := wk.leaveFor(q.grant(id))
@@ -202,9 +209,13 @@ func (q *Queue) leave(w *work, held time.Duration, unloaded bool) {
 	if id.held == 0 {
 		id.pending = 0 // no rounding left over
 	}
-	id.fade(now, q.s.HalfLife)
-	id.usage += h
-	id.est = average(id.est, h)
+	if id.party != nil {
+		q.chargeParty(id.party, h, now)
+	} else {
+		id.fade(now, q.s.HalfLife)
+		id.usage += h
+		id.est = average(id.est, h)
+	}
 	q.avgHold = average(q.avgHold, h)
 	q.inUse--
 	q.observe(w, held, unloaded)
@@ -275,6 +286,9 @@ func (id *identity) fade(now time.Time, halfLife time.Duration) {
 // charged for the slots it holds, over its weight. Slots go to the
 // waiting identity of least load; refusals to that of most.
 func (q *Queue) load(id *identity, now time.Time) float64 {
+	if id.party != nil {
+		return q.partyLoad(id.party, now) + id.pending/id.weight
+	}
 	id.fade(now, q.s.HalfLife)
 	return (id.usage + id.pending) / id.weight
 }

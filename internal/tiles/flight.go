@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geogate/geogate/internal/fairshare"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -34,6 +35,9 @@ type flight struct {
 	// db is the database time the work took, and share what each of its
 	// receivers is charged, set before done closes.
 	db, share time.Duration
+	// party are the callers the work is for: the fair queue admits it
+	// as the lightest of them.
+	party *fairshare.Party
 }
 
 var errFlightPanicked = errors.New("tiles: the render panicked")
@@ -42,7 +46,8 @@ var errFlightPanicked = errors.New("tiles: the render panicked")
 // flight, in which case it waits for that call's result or for ctx; led
 // says this caller ran it. fn is given the work's own context, which
 // keeps ctx's values (the caller that leads is the one the work is
-// admitted and limited as) but ends only when every caller has left.
+// limited as) but ends only when every caller has left; the fair queue
+// admits it as the lightest of the callers waiting for it.
 // Each caller that gets the result has its share of the work's database
 // time added to its own meter (pg.MeterOf).
 func (f *flights) do(ctx context.Context, key string, fn func(context.Context) (result, error)) (res result, err error, led bool) {
@@ -50,6 +55,7 @@ func (f *flights) do(ctx context.Context, key string, fn func(context.Context) (
 	if fl, ok := f.m[key]; ok {
 		fl.waiters++
 		fl.interested++
+		fl.party.Join(ctx) // before it counts as waiting
 		f.mu.Unlock()
 		select {
 		case <-fl.done:
@@ -62,7 +68,9 @@ func (f *flights) do(ctx context.Context, key string, fn func(context.Context) (
 	}
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))
 	work, meter := pg.WithMeter(work)
-	fl := &flight{done: make(chan struct{}), err: errFlightPanicked, interested: 1, stop: stop}
+	party := fairshare.NewParty(ctx)
+	work = fairshare.WithParty(work, party)
+	fl := &flight{done: make(chan struct{}), err: errFlightPanicked, interested: 1, stop: stop, party: party}
 	if f.m == nil {
 		f.m = make(map[string]*flight)
 	}

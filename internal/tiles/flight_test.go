@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geogate/geogate/internal/fairshare"
 	"github.com/geogate/geogate/internal/pg"
 )
 
@@ -234,6 +235,68 @@ func waitForFlight(t *testing.T, f *flights, key string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no call for %q in flight after 10 s", key)
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+}
+
+// TestFlightsWorkIsAdmittedAsItsLightestCaller: a render led by a heavy
+// caller, that a light one then waits for too, gets the database's next
+// free slot before a medium caller that asked for one earlier.
+func TestFlightsWorkIsAdmittedAsItsLightestCaller(t *testing.T) {
+	q := fairshare.New(fairshare.Settings{Slots: 1, MaxWait: time.Hour})
+	as := func(id string) context.Context { return fairshare.WithCaller(context.Background(), id, 1) }
+	charge := func(id string, d time.Duration) {
+		leave, err := q.Enter(as(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		leave(d)
+	}
+	charge("heavy", 10*time.Second)
+	charge("medium", 2*time.Second)
+	hold, err := q.Enter(as("holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	go func() {
+		if leave, err := q.Enter(as("medium")); err == nil {
+			order <- "medium"
+			leave(0)
+		}
+	}()
+	waitUntil(t, func() bool { return q.Waiting() == 1 }, "medium waiting")
+	var f flights
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		f.do(as("heavy"), "k", func(work context.Context) (result, error) {
+			leave, err := q.Enter(work) // as the render does
+			if err == nil {
+				order <- "render"
+				leave(0)
+			}
+			return result{}, err
+		})
+	})
+	waitUntil(t, func() bool { return q.Waiting() == 2 }, "the render waiting")
+	wg.Go(func() { f.do(as("light"), "k", func(context.Context) (result, error) { return result{}, nil }) })
+	waitForWaiters(t, &f, "k", 1)
+	hold(0)
+	if first := <-order; first != "render" {
+		t.Errorf("first served: %s, want the render a light caller waits for", first)
+	}
+	<-order
+	wg.Wait()
+}
+
+// waitUntil polls cond for up to 10 s.
+func waitUntil(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
 		}
 		time.Sleep(time.Millisecond) // polling interval
 	}

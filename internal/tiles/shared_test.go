@@ -12,9 +12,10 @@ import (
 
 // TestSharedRenderWhoseFirstCallerIsTurnedAway: a heavy caller asks for a
 // tile first and waits in the fair queue; a light caller asks for the
-// same tile and waits for that render. The queue, overfull, turns the
-// heavy caller away: the light one is not turned away with it, but asks
-// again as itself and gets the tile.
+// same tile and waits for that render. The queue, overfull, turns away
+// its heaviest waiter: no longer the heavy caller's render, which waits
+// as the lightest of those it is for, but a newcomer heavier than the
+// light caller; then both get the tile.
 func TestSharedRenderWhoseFirstCallerIsTurnedAway(t *testing.T) {
 	db := fixtureDB(t)
 	q := fairshare.New(fairshare.Settings{Slots: 1, MaxWait: 20 * time.Second, MaxQueue: 1})
@@ -68,21 +69,18 @@ func TestSharedRenderWhoseFirstCallerIsTurnedAway(t *testing.T) {
 		}
 		newcomer <- err
 	}()
-	if err := <-heavy; apperr.KindOf(err) != apperr.Reduced {
-		t.Fatalf("the heavy caller's render = %v, want it turned away (Reduced)", err)
-	}
-	// The light caller asks again as itself and overfills the queue in
-	// turn: the newcomer, heavier than it, goes.
 	if err := <-newcomer; apperr.KindOf(err) != apperr.Reduced {
-		t.Fatalf("the newcomer = %v, want it turned away for the light caller", err)
+		t.Fatalf("the newcomer = %v, want it turned away for the render a light caller waits for", err)
 	}
 	hold(time.Millisecond)
-	select {
-	case err := <-light:
-		if err != nil {
-			t.Errorf("the light caller's render = %v, want the tile", err)
+	for name, ch := range map[string]chan error{"heavy": heavy, "light": light} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("the %s caller's render = %v, want the tile", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the %s caller had no tile 20 s after the slot came free", name)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the light caller had no tile 20 s after the slot came free")
 	}
 }
