@@ -165,6 +165,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
     awk '
       ($1 == "items" || $1 == "filtered") && $3 == "|" { k = $1 " " $2; keys[++n] = k; row[k] = $0 }
       $1 == "range" && ($2 == "items" || $2 == "filtered") { api[$2 " " $3] = $5; sql[$2 " " $3] = $7 }
+      ($1 == "bbox+count" || $1 == "bbox") && $3 == "|" { bbox[$1 " " $2] = $0; if ($1 == "bbox") bconc[++nb] = $2 }
       /^filtered: not measured/ { refused = 1 }
       $1 == "copy" { copy = $0 }
       END {
@@ -174,6 +175,10 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
             printf "| items pages of 1,000 places, every page of the layer through its next links, concurrency %s | %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | the same statements (`ItemsSQL`) through pgx: %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | %.0f%% | at least 80%% | %s |\n", f[2], f[4], api[k], f[5], f[6], f[7], f[9], sql[k], f[10], f[11], f[12], 100*f[4]/f[9], (f[4] >= 0.8*f[9]) ? "yes" : "no"
           else
             printf "| items pages of 1,000 places filtered by a CQL2 `S_INTERSECTS` with a polygon of Germany, concurrency %s | %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | the same statements (`ItemsSQL`) through pgx: %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | %.0f%% | | |\n", f[2], f[4], api[k], f[5], f[6], f[7], f[9], sql[k], f[10], f[11], f[12], 100*f[4]/f[9]
+        }
+        for (i = 1; i <= nb; i++) {
+          c = bconc[i]; split(bbox["bbox+count " c], f, " "); split(bbox["bbox " c], g, " ")
+          printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the page statement with the count of every match: %.1f pages/s; the page statement alone: %.1f pages/s | %.2fx with the count, %.2fx alone | at least 1.5x with the count | %s |\n", c, f[4], f[6], f[7], f[9], g[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*f[9]) ? "yes" : "no"
         }
         if (refused) print "| items pages filtered by a CQL2 spatial predicate | not measured: the service refuses filters (400) | | | | |"
         if (copy != "") {

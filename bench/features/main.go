@@ -172,6 +172,10 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 		b.compare("items", all, c)
 	}
 
+	if err := b.bboxCase(ctx, cat, cfg, concs); err != nil {
+		return err
+	}
+
 	if filter != "" {
 		fmt.Printf("\nfiltered: limit %d, filter=%s\n", b.limit, filter)
 		f, err := b.walk(ctx, url.Values{"limit": {strconv.Itoa(b.limit)}, "filter": {filter}})
@@ -187,6 +191,52 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 
 	if ogrTrials > 0 {
 		return b.copies(ctx, dbURL, ogrTrials)
+	}
+	return nil
+}
+
+// bboxCase measures a map client's first request: the first page of a
+// 5 degree box around each of 64 places, through the API (which counts
+// numberMatched up to FEATURES_COUNT_MAX) against the same page
+// statement with the count of every match (what every first page cost
+// before the bound), and against the page statement alone.
+func (b *bench) bboxCase(ctx context.Context, cat *catalog.Catalog, cfg config.Config, concs []int) error {
+	exactCfg := cfg.Features
+	exactCfg.CountMax = -1
+	exact := features.New(pg.Runner{Pool: b.pool, Timeouts: cfg.Features.Timeouts}, cat, exactCfg, features.Rights{})
+	rows, err := b.pool.Query(ctx, "SELECT ST_X(geom), ST_Y(geom) FROM places WHERE id % 2671 = 0 ORDER BY id LIMIT 64")
+	if err != nil {
+		return err
+	}
+	centres, err := pgx.CollectRows(rows, pgx.RowTo[[2]float64])
+	if err != nil {
+		return err
+	}
+	counted, alone := &pages{}, &pages{}
+	for _, c := range centres {
+		v := url.Values{"limit": {strconv.Itoa(b.limit)}, "bbox": {fmt.Sprintf("%.4f,%.4f,%.4f,%.4f",
+			max(c[0]-2.5, -180), max(c[1]-2.5, -90), min(c[0]+2.5, 180), min(c[1]+2.5, 90))}}
+		stmts, err := exact.ItemsSQL(ctx, "places", v)
+		if err != nil {
+			return fmt.Errorf("ItemsSQL(%s): %w", v.Encode(), err)
+		}
+		n, err := b.pageRows(ctx, stmts)
+		if err != nil {
+			return err
+		}
+		target := "/collections/places/items?" + v.Encode()
+		for _, ps := range []*pages{counted, alone} {
+			ps.targets = append(ps.targets, target)
+			ps.features += min(n, b.limit)
+		}
+		counted.stmts = append(counted.stmts, stmts)
+		alone.stmts = append(alone.stmts, stmts[:1])
+	}
+	fmt.Printf("\nbbox: the first page (limit %d) of a 5 degree box around %d places, %.0f features a page on average; API: numberMatched counted up to FEATURES_COUNT_MAX (%d); SQL: the page statement with the count of every match (bbox+count), then alone (bbox)\n",
+		b.limit, len(centres), counted.perPage(), cfg.Features.CountMax)
+	for _, c := range concs {
+		b.compare("bbox+count", counted, c)
+		b.compare("bbox", alone, c)
 	}
 	return nil
 }

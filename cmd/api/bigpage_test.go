@@ -202,3 +202,39 @@ func TestItemsStreamedWithinMemory(t *testing.T) {
 		t.Logf("heap %.0f MiB before, peak %.0f MiB", before/(1<<20), peak/(1<<20))
 	}
 }
+
+// TestNumberMatchedBound: a first items page counts its matches only up
+// to FEATURES_COUNT_MAX, and leaves numberMatched out past it; the pages
+// after repeat what the first said.
+func TestNumberMatchedBound(t *testing.T) {
+	pool, dbURL := testenv.DBWithURL(t)
+	heavyTable(t, pool, 40, 64)
+	tests := []struct {
+		countMax string
+		want     any // numberMatched, or nil when left out
+	}{
+		{"-1", 40.0},
+		{"40", 40.0},
+		{"39", nil},
+		{"0", nil},
+	}
+	for _, tt := range tests {
+		t.Run("FEATURES_COUNT_MAX="+tt.countMax, func(t *testing.T) {
+			base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "FEATURES_COUNT_MAX": tt.countMax})
+			next := base + "/collections/heavy/items?limit=25"
+			for page := 1; next != ""; page++ {
+				status, _, body := call(t, "GET", next, "", "")
+				var p map[string]any
+				if status != 200 || json.Unmarshal(body, &p) != nil {
+					t.Fatalf("page %d: %d %.200s", page, status, body)
+				}
+				if got := p["numberMatched"]; got != tt.want {
+					t.Errorf("page %d: numberMatched %v, want %v", page, got, tt.want)
+				}
+				var o ogcPage
+				_ = json.Unmarshal(body, &o)
+				next = o.next()
+			}
+		})
+	}
+}

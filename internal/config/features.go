@@ -17,6 +17,7 @@ func loadFeatures(r *reader, db DB, publicURL string) features.Settings {
 		DefaultLimit: r.integer("FEATURES_DEFAULT_LIMIT", features.DefaultLimit, 1, 100_000),
 		MaxLimit:     r.integer("FEATURES_MAX_LIMIT", features.MaxLimit, 1, 100_000),
 		MaxPageBytes: r.integer("FEATURES_MAX_PAGE_BYTES", features.DefaultMaxPageBytes, 64<<10, 1<<40),
+		CountMax:     r.integer("FEATURES_COUNT_MAX", features.DefaultCountMax, -1, 1<<31-1),
 		CursorKey:    r.str("FEATURES_CURSOR_KEY", r.str("GEOFENCE_CURSOR_KEY", "")),
 		PublicURL:    publicURL,
 		Title:        r.str("FEATURES_TITLE", "geogate"),

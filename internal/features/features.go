@@ -30,6 +30,11 @@ type Settings struct {
 	// features written reach it (0: DefaultMaxPageBytes). A page is
 	// written as its rows arrive, so it bounds the answer, not memory.
 	MaxPageBytes int
+	// CountMax bounds the count of an items query's matches on its first
+	// page: numberMatched is given when at most CountMax match, and left
+	// out past it (counting every match of a large layer costs several
+	// pages' time). 0 counts none; less than 0, every one.
+	CountMax int
 	// CursorKey signs next links; empty means a random key per start.
 	CursorKey string
 	// PublicURL, when set, starts every link the Handler writes; else
@@ -50,6 +55,7 @@ const (
 	DefaultLimit        = 10
 	MaxLimit            = 10000
 	DefaultMaxPageBytes = 32 << 20
+	DefaultCountMax     = 1000
 )
 
 // Service answers feature queries over the layers of a catalog, for the

@@ -244,8 +244,11 @@ func (h *Handler) Items(c *gin.Context) {
 	if p.Cursor != "" {
 		links = append(links, Link{Href: withQuery(href, v, p.Cursor), Rel: "next", Type: typeGeoJSON, Title: "The next page"})
 	}
-	w.WriteString(`],"numberMatched":`)
-	w.WriteString(strconv.FormatInt(p.Matched, 10))
+	w.WriteString(`]`)
+	if p.Matched != Unknown {
+		w.WriteString(`,"numberMatched":`)
+		w.WriteString(strconv.FormatInt(p.Matched, 10))
+	}
 	w.WriteString(`,"numberReturned":`)
 	w.WriteString(strconv.Itoa(p.Returned))
 	w.WriteString(`,"timeStamp":"`)

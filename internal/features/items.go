@@ -30,11 +30,15 @@ type Page struct {
 	// Returned is how many features it has.
 	Returned int
 	// Matched is how many features the query matched when its first page
-	// was read.
+	// was read; Unknown when they were not counted (more matched than
+	// Settings.CountMax, or counting is off).
 	Matched int64
 	// Cursor resumes after this page; "" on the last.
 	Cursor string
 }
+
+// Unknown is Page.Matched when the features matched were not counted.
+const Unknown = -1
 
 // pageOut takes a page's features as their rows arrive, in order; full
 // says the page's byte budget is spent with this one: the page ends
@@ -77,12 +81,13 @@ func (s *Service) checkItems(ctx context.Context, id string, v url.Values) (*ite
 }
 
 // batch is the statements r runs, in one round trip: its page, then on a
-// first page the count of every feature it matches.
-func (r *itemsRequest) batch(own string, budget int) []Statement {
+// first page the count of the features it matches, up to countMax (see
+// Settings.CountMax).
+func (r *itemsRequest) batch(own string, budget, countMax int) []Statement {
 	sql, args := r.l.pageSQL(r.q, own, budget)
 	out := []Statement{{SQL: sql, Args: args}}
-	if r.resumed == nil {
-		csql, cargs := r.l.countSQL(r.q, own)
+	if r.resumed == nil && countMax != 0 {
+		csql, cargs := r.l.countSQL(r.q, own, max(countMax, 0))
 		out = append(out, Statement{SQL: csql, Args: cargs})
 	}
 	return out
@@ -106,7 +111,7 @@ func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Stat
 	if err != nil {
 		return nil, err
 	}
-	return r.batch(s.s.Own, s.maxPageBytes()), nil
+	return r.batch(s.s.Own, s.maxPageBytes(), s.s.CountMax), nil
 }
 
 // items reads one page of collection id's features as the query
@@ -125,7 +130,8 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 	var more bool
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		b := &pgx.Batch{}
-		for _, st := range r.batch(s.s.Own, s.maxPageBytes()) {
+		stmts := r.batch(s.s.Own, s.maxPageBytes(), s.s.CountMax)
+		for _, st := range stmts {
 			b.Queue(st.SQL, st.Args...)
 		}
 		res := conn.SendBatch(ctx, b)
@@ -138,11 +144,21 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 		if err != nil {
 			return err
 		}
-		if r.resumed != nil {
+		switch {
+		case r.resumed != nil:
 			p.Matched = r.resumed.Matched
 			return nil
+		case len(stmts) == 1:
+			p.Matched = Unknown
+			return nil
 		}
-		return res.QueryRow().Scan(&p.Matched)
+		if err := res.QueryRow().Scan(&p.Matched); err != nil {
+			return err
+		}
+		if s.s.CountMax > 0 && p.Matched > int64(s.s.CountMax) {
+			p.Matched = Unknown
+		}
+		return nil
 	})
 	if err != nil {
 		return Page{}, badValue(err)

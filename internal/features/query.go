@@ -239,15 +239,20 @@ WHERE w.before < ` + budget + `::bigint
 ORDER BY w.n`
 }
 
-// countSQL counts the features q matches, all pages together.
-func (s *layerSQL) countSQL(q *query, own string) (string, []any) {
+// countSQL counts the features q matches, all pages together, stopping
+// past bound (0: no bound): a count above bound says only that more
+// match.
+func (s *layerSQL) countSQL(q *query, own string, bound int) (string, []any) {
 	b := &builder{}
 	where := s.conditions(b, q, own)
-	sql := "SELECT count(*) FROM " + s.l.Qualified() + " l"
+	sql := "SELECT 1 FROM " + s.l.Qualified() + " l"
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
-	return sql, b.args
+	if bound > 0 {
+		sql += " LIMIT " + b.arg(bound+1) + "::int"
+	}
+	return "SELECT count(*) FROM (" + sql + ") c", b.args
 }
 
 // propsExpr is the feature's properties, all or those named.
