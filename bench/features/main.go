@@ -208,7 +208,11 @@ func (b *bench) bboxCase(ctx context.Context, cat *catalog.Catalog, cfg config.C
 	if err != nil {
 		return err
 	}
-	centres, err := pgx.CollectRows(rows, pgx.RowTo[[2]float64])
+	centres, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]float64, error) {
+		var c [2]float64
+		err := r.Scan(&c[0], &c[1])
+		return c, err
+	})
 	if err != nil {
 		return err
 	}
