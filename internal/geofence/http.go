@@ -1,9 +1,7 @@
 package geofence
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -525,16 +523,6 @@ func trimObject(obj []byte) []byte {
 		inner = inner[1:]
 	}
 	return inner
-}
-
-// appendString appends s as a JSON string, leaving & < > as they are so
-// that links stay readable.
-func appendString(b []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
