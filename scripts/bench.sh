@@ -177,8 +177,8 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
             printf "| items pages of 1,000 places filtered by a CQL2 `S_INTERSECTS` with a polygon of Germany, concurrency %s | %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | the same statements (`ItemsSQL`) through pgx: %.1f pages/s (%s), %.0f features/s, p50 %.1f ms, p99 %.1f ms | %.0f%% | | |\n", f[2], f[4], api[k], f[5], f[6], f[7], f[9], sql[k], f[10], f[11], f[12], 100*f[4]/f[9]
         }
         for (i = 1; i <= nb; i++) {
-          c = bconc[i]; split(bbox["bbox+count " c], f, " "); split(bbox["bbox " c], g, " ")
-          printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the page statement with the count of every match: %.1f pages/s; the page statement alone: %.1f pages/s | %.2fx with the count, %.2fx alone | at least 1.5x with the count | %s |\n", c, f[4], f[6], f[7], f[9], g[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*f[9]) ? "yes" : "no"
+          bc = bconc[i]; split(bbox["bbox+count " bc], f, " "); split(bbox["bbox " bc], g, " ")
+          printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the page statement with the count of every match: %.1f pages/s; the page statement alone: %.1f pages/s | %.2fx with the count, %.2fx alone | at least 1.5x with the count | %s |\n", bc, f[4], f[6], f[7], f[9], g[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*f[9]) ? "yes" : "no"
         }
         if (refused) print "| items pages filtered by a CQL2 spatial predicate | not measured: the service refuses filters (400) | | | | |"
         if (copy != "") {
