@@ -38,8 +38,10 @@ SELECT g, repeat(md5(g::text), %d), ST_SetSRID(ST_MakePoint(g * 0.001, 0), 4326)
 func TestItemsPageByteBudget(t *testing.T) {
 	pool, dbURL := testenv.DBWithURL(t)
 	heavyTable(t, pool, 40, 100<<10)
+	// Every match counted: a page cut short by its bytes still says how
+	// many there are.
 	base, _ := startService(t, map[string]string{"DATABASE_URL": dbURL, "FEATURES_MAX_PAGE_BYTES": "1048576",
-		"RATELIMIT_FEATURES": "100000/1s", "RATELIMIT_DATABASE": "1000000ms/1s"})
+		"RATELIMIT_FEATURES": "100000/1s", "RATELIMIT_DATABASE": "1000000ms/1s", "FEATURES_COUNT_MAX": "-1"})
 	seen := map[string]int{}
 	url := base + "/collections/heavy/items?limit=1000"
 	pages := 0

@@ -82,11 +82,13 @@ func (s *Service) checkItems(ctx context.Context, id string, v url.Values) (*ite
 
 // batch is the statements r runs, in one round trip: its page, then on a
 // first page the count of the features it matches, up to countMax (see
-// Settings.CountMax).
+// Settings.CountMax), unless its limit is countMax or more: then a page
+// that is the whole answer counts it, and a full one says that more than
+// the bound match (one its byte budget ends early goes without).
 func (r *itemsRequest) batch(own string, budget, countMax int) []Statement {
 	sql, args := r.l.pageSQL(r.q, own, budget)
 	out := []Statement{{SQL: sql, Args: args}}
-	if r.resumed == nil && countMax != 0 {
+	if r.resumed == nil && (countMax < 0 || 0 < countMax && r.q.limit < countMax) {
 		csql, cargs := r.l.countSQL(r.q, own, max(countMax, 0))
 		out = append(out, Statement{SQL: csql, Args: cargs})
 	}
@@ -103,8 +105,10 @@ type Statement struct {
 // query parameters v runs, as the items route would run them for a caller
 // who may see the whole layer: the page (limit+1 rows of the id, the
 // properties, the GeoJSON geometry and each sort value, as text, stopped
-// in the database past the page's byte budget), then, on a first page (no cursor), the count of every
-// match. The route sends them in one batch on one connection. A request
+// in the database past the page's byte budget), then, on a first page (no
+// cursor) whose limit is below Settings.CountMax, the count of its
+// matches up to that. The route sends them in one batch on one
+// connection. A request
 // the route refuses is the same error here.
 func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Statement, error) {
 	r, err := s.checkItems(ctx, id, v)
@@ -147,6 +151,9 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 		switch {
 		case r.resumed != nil:
 			p.Matched = r.resumed.Matched
+			return nil
+		case !more:
+			p.Matched = int64(p.Returned) // the whole answer
 			return nil
 		case len(stmts) == 1:
 			p.Matched = Unknown
