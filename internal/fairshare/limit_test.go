@@ -52,13 +52,21 @@ func TestLimitFollowsTheSlowdown(t *testing.T) {
 	}
 }
 
-func TestNarrowedLimitQueuesCalls(t *testing.T) {
+// narrowed returns a queue of 4 slots whose work, after a second at its
+// unloaded pace, ran ten times slower for three: its limit is down to 1.
+func narrowed(t *testing.T) *Queue {
+	t.Helper()
 	q, c := newQueue(t, Settings{Slots: 4, Adaptive: true, MinSlots: 1, Tolerance: 1.5})
 	run(t, q, c, time.Second, 10*time.Millisecond, false)
 	run(t, q, c, 3*time.Second, 100*time.Millisecond, true)
 	if got := q.Limit(); got != 1 {
 		t.Fatalf("Limit() = %d after a tenfold slowdown, want 1", got)
 	}
+	return q
+}
+
+func TestNarrowedLimitQueuesCalls(t *testing.T) {
+	q := narrowed(t)
 	leave, err := q.Enter(as("b", 1))
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +91,7 @@ func TestFixedSlotsWithoutAdaptive(t *testing.T) {
 }
 
 func TestLightCallerPassesTheNarrowedLimit(t *testing.T) {
-	q, c := newQueue(t, Settings{Slots: 4, Adaptive: true, MinSlots: 1, Tolerance: 1.5})
-	run(t, q, c, time.Second, 10*time.Millisecond, false)
-	run(t, q, c, 3*time.Second, 100*time.Millisecond, true)
-	if got := q.Limit(); got != 1 {
-		t.Fatalf("Limit() = %d after a tenfold slowdown, want 1", got)
-	}
+	q := narrowed(t)
 	// "a" has used seconds of database time and holds the one slot.
 	leaveA, err := q.Enter(as("a", 1))
 	if err != nil {
