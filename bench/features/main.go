@@ -117,6 +117,7 @@ func (b *bench) run(serverURL, dbName, redisURL, apiBin string, concs []int, fil
 		"RATELIMIT_FEATURES":  "100000/1s", // the exact log's largest window; a page of 1,000 costs 10
 		"RATELIMIT_DATABASE":  "1000000000ms/1s",
 		"FEATURES_CURSOR_KEY": "geogate-bench-features-cursor-key",
+		"FEATURES_COUNT_MAX":  "1000", // numberMatched bounded, as a map-facing deployment would set it
 		"DB_MAX_CONNS":        strconv.Itoa(b.apiPool), "DB_MIN_CONNS": strconv.Itoa(b.apiPool),
 		"LOG_LEVEL":        "warn", // no access log line per request
 		"TILES_PUBLIC_URL": "",     // links to the port the bench talks to

@@ -55,7 +55,9 @@ const (
 	DefaultLimit        = 10
 	MaxLimit            = 10000
 	DefaultMaxPageBytes = 32 << 20
-	DefaultCountMax     = 1000
+	// DefaultCountMax counts every match: GDAL's ogrinfo, given no
+	// numberMatched, reads a whole layer to count it.
+	DefaultCountMax = -1
 )
 
 // Service answers feature queries over the layers of a catalog, for the
