@@ -14,7 +14,10 @@
 # second application's OVERLOAD_NEIGHBOUR (2) connections running heavy
 # statements straight on the database). OVERLOAD_CASES picks some;
 # OVERLOAD_ON_ENV adds settings (DB_FAIR_SLOTS=4 ...) to the side with
-# fair share on, to compare them.
+# fair share on, to compare them. A fourth case, overload-machine, puts no
+# heavy callers at all beside the light ones, only OVERLOAD_SPIN (3)
+# processes that burn CPU and touch neither the database nor the service:
+# what the machine's cores alone do to the light callers' tail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
@@ -28,11 +31,12 @@ common=(-db "$DATABASE_URL" -redis "$REDIS_URL" -api bin/api
   -heavy-conc "${OVERLOAD_HEAVY_CONC:-80}"
   -light "${OVERLOAD_LIGHT:-4}" -light-rate "${OVERLOAD_LIGHT_RATE:-20}")
 go build -o bin/overload ./bench/overload
-for c in ${OVERLOAD_CASES:-overload overload-spread overload-neighbour}; do
+for c in ${OVERLOAD_CASES:-overload overload-spread overload-neighbour overload-machine}; do
   case $c in
     overload) bin/overload "${common[@]}" -name overload -heavy "${OVERLOAD_HEAVY:-40}" ;;
     overload-spread) bin/overload "${common[@]}" -name overload-spread -heavy 100 -account overload-spread ;;
     overload-neighbour) bin/overload "${common[@]}" -name overload-neighbour -heavy "${OVERLOAD_HEAVY:-40}" -neighbour "${OVERLOAD_NEIGHBOUR:-2}" ;;
+    overload-machine) bin/overload "${common[@]}" -name overload-machine -heavy-conc 0 -spin "${OVERLOAD_SPIN:-3}" ;;
     *) echo "bench/overload.sh: unknown case $c" >&2; exit 2 ;;
   esac
   echo

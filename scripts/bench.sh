@@ -211,6 +211,10 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         for (c in cases) {
           on = c ",side=on"; off = c ",side=off"
           if (w[off ",light_p99"] == "") continue
+          if (c == "overload-machine") {
+            printf "| overload-machine: the same light load beside %s processes that only burn CPU, no heavy callers, nothing on the database | light p99 %s ms (%s), fair share off %s ms | alone: p99 %s ms, off %s ms | p99 %.1fx alone (off: %.1fx) | none: the floor the 2 shared cores set under the 2x goal | |\n", w[on ",spin"], w[on ",light_p99"], w[on ",light_p99_range"], w[off ",light_p99"], w[on ",unloaded_p99"], w[off ",unloaded_p99"], w[on ",light_p99"]/w[on ",unloaded_p99"], w[off ",light_p99"]/w[off ",unloaded_p99"]
+            continue
+          }
           what = (c == "overload-spread") ? "the heavy load spread over " w[on ",heavy_keys"] " keys of one account" : "beside a second application running heavy statements straight on the database (light alone: beside it too)"
           p99 = w[on ",light_p99"]; alone = w[on ",unloaded_p99"]
           printf "| %s, fair share on: %s | light p50 %s ms, p99 %s ms (%s), %s%% 2xx; db %s commits/s | alone: p99 %s ms; fair share off: p99 %s ms, %s%% 2xx; db %s commits/s | p99 %.1fx alone (off: %.1fx); db %.0f%% | light p99 within 2x of alone, 99%% 2xx, db 90%% | %s |\n", c, what, w[on ",light_p50"], p99, w[on ",light_p99_range"], w[on ",light_ok"], w[on ",db_qps"], alone, w[off ",light_p99"], w[off ",light_ok"], w[off ",db_qps"], p99/alone, w[off ",light_p99"]/w[off ",unloaded_p99"], 100*w[on ",db_qps"]/w[off ",db_qps"], (p99 <= 2*alone && w[on ",light_ok"] >= 99 && w[on ",db_qps"] >= 0.9*w[off ",db_qps"]) ? "yes" : "no"

@@ -44,9 +44,13 @@ type config struct {
 	// neighbour is how many connections of another application run
 	// heavy statements on the database throughout.
 	neighbour int
+	// spin is how many processes burn CPU beside the heavy load, without
+	// touching the database or the service.
+	spin int
 }
 
 func main() {
+	spinIfChild()
 	var c config
 	flag.StringVar(&c.db, "db", "", "PostgreSQL server URL")
 	flag.StringVar(&c.redis, "redis", "", "Redis URL")
@@ -60,6 +64,7 @@ func main() {
 	flag.StringVar(&c.name, "name", "overload", "the case's name in RESULT lines")
 	flag.StringVar(&c.account, "account", "", "make every heavy key this account's")
 	flag.IntVar(&c.neighbour, "neighbour", 0, "connections of a second application running heavy statements straight on the database throughout")
+	flag.IntVar(&c.spin, "spin", 0, "processes that only burn CPU beside the heavy load (with -heavy-conc 0: a crowd that never touches PostgreSQL)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/overload:", err)
@@ -115,7 +120,7 @@ func run(c config) error {
 	}
 	w := &workload{
 		heavy: heavyTargets(points, cursors), heavyKeys: heavyKeys, heavyConc: c.heavyConc,
-		light: lightTargets(points), lightKeys: lightKeys, lightRate: c.lightRate,
+		light: lightTargets(points), lightKeys: lightKeys, lightRate: c.lightRate, spin: c.spin,
 	}
 	stopNeighbour, err := startNeighbour(dbURL, c.neighbour)
 	if err != nil {
@@ -183,6 +188,9 @@ func printHeader(c config, w *workload) {
 		c.heavyKeys, c.heavyConc, len(w.heavy.within), len(w.heavy.boxes), len(w.heavy.cursors), len(w.heavy.tiles))
 	if c.account != "" {
 		fmt.Printf("the heavy keys are one account's (%s): the fair queue weighs them as one caller (DB_FAIR_IDENTITY=account, the default)\n", c.account)
+	}
+	if c.spin > 0 {
+		fmt.Printf("spin: %d processes burn CPU beside the heavy load (not in the light load alone), touching neither the database nor the service\n", c.spin)
 	}
 	if c.neighbour > 0 {
 		fmt.Printf("neighbour: a second application's %d connections run %q back to back on the same database throughout, light load alone included, not through geogate\n", c.neighbour, neighbourSQL)

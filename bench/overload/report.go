@@ -54,6 +54,12 @@ func report(c config, trials map[string][]trial) {
 			s.heavyRate, s.heavyShed, s.heavyOth, s.db, s.dbLo, s.dbHi, s.pgCores)
 	}
 	fmt.Println()
+	if c.heavyConc == 0 {
+		fmt.Printf("No goals: with no heavy callers, this is what the machine alone does to the light callers' tail: p99 %.1fx alone with fair share on, %.1fx off.\n\n",
+			on.lightP99/on.unloadedP99, off.lightP99/off.unloadedP99)
+		printResults(c, on, off)
+		return
+	}
 	fmt.Println("Goals, fair share on:")
 	fmt.Printf("- light p99 under load within 2x of the light load alone: %.2f ms vs %.2f ms, %.1fx: %s (fair share off: %.2f ms vs %.2f ms, %.1fx)\n",
 		on.lightP99, on.unloadedP99, on.lightP99/on.unloadedP99, yes(on.lightP99 <= 2*on.unloadedP99), off.lightP99, off.unloadedP99, off.lightP99/off.unloadedP99)
@@ -61,15 +67,20 @@ func report(c config, trials map[string][]trial) {
 	fmt.Printf("- database work at least 90%% of that without fair share: %.0f vs %.0f commits/s, %.0f%%: %s\n",
 		on.db, off.db, 100*on.db/off.db, yes(on.db >= 0.9*off.db))
 	fmt.Println()
+	printResults(c, on, off)
+}
+
+// printResults prints the load average and the RESULT lines.
+func printResults(c config, on, off summary) {
 	fmt.Printf("load average at the end: %s\n", loadAvg())
 	for _, r := range []struct {
 		name string
 		s    summary
 	}{{"on", on}, {"off", off}} {
 		s := r.s
-		fmt.Printf("RESULT %s side=%s unloaded_p50=%.2f unloaded_p99=%.2f light_p50=%.2f light_p99=%.2f light_p99_range=%.2f-%.2f light_ok=%.2f heavy_rps=%.0f heavy_shed=%.0f heavy_other=%.0f db_qps=%.0f db_qps_range=%.0f-%.0f pg_cores=%.2f heavy_keys=%d heavy_conc=%d light_keys=%d light_rate=%.0f\n",
+		fmt.Printf("RESULT %s side=%s unloaded_p50=%.2f unloaded_p99=%.2f light_p50=%.2f light_p99=%.2f light_p99_range=%.2f-%.2f light_ok=%.2f heavy_rps=%.0f heavy_shed=%.0f heavy_other=%.0f db_qps=%.0f db_qps_range=%.0f-%.0f pg_cores=%.2f heavy_keys=%d heavy_conc=%d light_keys=%d light_rate=%.0f spin=%d\n",
 			c.name, r.name, s.unloadedP50, s.unloadedP99, s.lightP50, s.lightP99, s.lightP99Lo, s.lightP99Hi, s.lightOK,
-			s.heavyRate, s.heavyShed, s.heavyOth, s.db, s.dbLo, s.dbHi, s.pgCores, c.heavyKeys, c.heavyConc, c.lightKeys, c.lightRate)
+			s.heavyRate, s.heavyShed, s.heavyOth, s.db, s.dbLo, s.dbHi, s.pgCores, c.heavyKeys, c.heavyConc, c.lightKeys, c.lightRate, c.spin)
 	}
 }
 

@@ -21,6 +21,7 @@ type workload struct {
 	light     []string
 	lightKeys []load.Header
 	lightRate float64
+	spin      int
 }
 
 // trial is one side's figures in one trial.
@@ -59,6 +60,9 @@ func (w *workload) overload(pool *pgxpool.Pool, base string, d time.Duration) tr
 	ctx := context.Background()
 	h := w.startHeavy(base)
 	defer h.stop()
+	if w.spin > 0 {
+		defer startSpin(w.spin)()
+	}
 	time.Sleep(load.Warm)
 	heavy0, commits0, cpu0 := h.counts(), commits(ctx, pool), load.CPU()
 	start := time.Now()
