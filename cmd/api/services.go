@@ -154,7 +154,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fs.LandingLinks = tiles.LandingLinks
 	feat := features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
 		features.Rights{Check: s.gate.Check})
-	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate})
+	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate, Registerer: s.registry})
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,

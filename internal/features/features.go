@@ -11,6 +11,7 @@ package features
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/apperr"
@@ -35,6 +36,11 @@ type Settings struct {
 	// out past it (counting every match of a large layer costs several
 	// pages' time). 0 counts none; less than 0, every one.
 	CountMax int
+	// PrefetchBytes bounds the memory of the items pages read ahead for
+	// clients walking next links (0: none are); PrefetchKeep is how long
+	// such a page waits to be asked for.
+	PrefetchBytes int
+	PrefetchKeep  time.Duration
 	// CursorKey signs next links; empty means a random key per start.
 	CursorKey string
 	// PublicURL, when set, starts every link the Handler writes; else
@@ -58,6 +64,10 @@ const (
 	// DefaultCountMax counts every match: GDAL's ogrinfo, given no
 	// numberMatched, reads a whole layer to count it.
 	DefaultCountMax = -1
+	// DefaultPrefetchBytes and DefaultPrefetchKeep bound the pages read
+	// ahead.
+	DefaultPrefetchBytes = 64 << 20
+	DefaultPrefetchKeep  = 2 * time.Second
 )
 
 // Service answers feature queries over the layers of a catalog, for the

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/gate"
 	"github.com/geogate/geogate/internal/httpx"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // Handler serves the OGC API – Features routes: it parses each request,
@@ -25,6 +28,7 @@ type Handler struct {
 	svc       *Service
 	publicURL string
 	gate      Gate
+	ahead     *ahead
 }
 
 // Access is what the Handler asks of the caller of each request: the
@@ -32,6 +36,9 @@ type Handler struct {
 // spatial scope is the Service's (Rights), which cuts every answer to it.
 type Access struct {
 	Gate Gate
+	// Registerer, when set, receives the metrics of the pages read
+	// ahead.
+	Registerer prometheus.Registerer
 }
 
 // Gate is what the Handler asks of the service's gate (gate.Gate).
@@ -44,7 +51,7 @@ func NewHandler(svc *Service, s Settings, a Access) *Handler {
 	if a.Gate == nil {
 		a.Gate = gate.Open()
 	}
-	return &Handler{svc: svc, publicURL: s.PublicURL, gate: a.Gate}
+	return &Handler{svc: svc, publicURL: s.PublicURL, gate: a.Gate, ahead: newAhead(s.PrefetchBytes, s.PrefetchKeep, a.Registerer)}
 }
 
 func (h *Handler) base(c *gin.Context) string { return httpx.BaseURL(c.Request, h.publicURL) }
@@ -212,8 +219,20 @@ func (h *Handler) Items(c *gin.Context) {
 		return
 	}
 	defer pass.Done()
+	caller := auth.FromContext(c.Request.Context()).LimitKey()
+	key := walkKey(caller, id, v.Encode())
+	walking := v.Has("cursor") && h.ahead.walking(key)
+	if walking {
+		if e := h.ahead.take(c.Request.Context(), key); e != nil {
+			served := h.serveEarly(c, pass, caller, id, v, e)
+			h.ahead.release(e)
+			if served {
+				return
+			}
+		}
+	}
 	w := httpx.NewAnswer(c, typeGeoJSON)
-	w.WriteString(`{"type":"FeatureCollection","features":[`)
+	w.WriteString(itemsStart)
 	budget := h.svc.maxPageBytes()
 	begin := func(crs CRS) {
 		w.Header = func() {
@@ -235,6 +254,18 @@ func (h *Handler) Items(c *gin.Context) {
 		w.Fail(err)
 		return
 	}
+	// Before the answer ends, so that the client cannot ask for the next
+	// page before it is known as a walk's.
+	h.readAhead(c, caller, id, v, p, walking)
+	h.endPage(c, w, pass, id, v, p)
+}
+
+// itemsStart opens every items answer.
+const itemsStart = `{"type":"FeatureCollection","features":[`
+
+// endPage writes what follows the features of page p, charges the
+// request and sends the answer.
+func (h *Handler) endPage(c *gin.Context, w *httpx.Answer, pass gate.Pass, id string, v url.Values, p Page) {
 	base := h.base(c)
 	href := base + "/collections/" + id + "/items"
 	links := []Link{
@@ -264,8 +295,88 @@ func (h *Handler) Items(c *gin.Context) {
 	w.Finish()
 }
 
+// serveEarly answers with the page e read ahead, once the layer is shown
+// to be at the version the page was read at, and charges its database
+// time to this request, the one that asked for it. False when it cannot
+// (the read failed, or the layer changed since): the request then reads
+// its page itself.
+func (h *Handler) serveEarly(c *gin.Context, pass gate.Pass, caller, id string, v url.Values, e *early) bool {
+	if e.err != nil {
+		h.ahead.m.count("failed")
+		return false
+	}
+	ctx := c.Request.Context()
+	now, err := h.svc.dataVersion(ctx, id)
+	if err != nil || now != e.version {
+		h.ahead.m.count("stale")
+		return false
+	}
+	pg.MeterOf(ctx).Add(e.db)
+	w := httpx.NewAnswer(c, typeGeoJSON)
+	w.Header = func() {
+		setContentCRS(c, e.crs)
+		httpx.SetHeader(c, pass.Header())
+	}
+	w.Write(e.body)
+	h.readAhead(c, caller, id, v, e.page, true)
+	h.endPage(c, w, pass, id, v, e.page)
+	h.ahead.m.count("served")
+	return true
+}
+
+// readAhead hands out the next link of page p and, for a client walking
+// the pages, starts reading the page it leads to. That read runs as the
+// caller's (the fair queue orders it among the caller's calls), apart from
+// the request, which it outlives.
+func (h *Handler) readAhead(c *gin.Context, caller, id string, v url.Values, p Page, walking bool) {
+	if p.Cursor == "" || h.ahead.max <= 0 {
+		return
+	}
+	next := withCursor(v, p.Cursor)
+	key := walkKey(caller, id, next.Encode())
+	h.ahead.handOut(key)
+	ctx := c.Request.Context()
+	if !walking || !h.svc.versioned(ctx, id) {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	h.ahead.start(caller, key, func(e *early) { h.readEarly(bg, id, next, e) })
+}
+
+// readEarly reads the page of collection id that v asks for into e,
+// written as the request would write it, with the layer's data version.
+func (h *Handler) readEarly(ctx context.Context, id string, v url.Values, e *early) {
+	ctx, m := pg.WithMeter(ctx)
+	budget := h.svc.maxPageBytes()
+	var buf bytes.Buffer
+	buf.WriteString(itemsStart)
+	n, counted := 0, 0
+	e.page, e.err = h.svc.readItems(ctx, id, v, func(crs CRS) { e.crs = crs }, func(f Feature) (bool, error) {
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		n++
+		writeFeature(&buf, f)
+		if !h.ahead.grow(e, buf.Len()-counted) {
+			return false, errTooBig
+		}
+		counted = buf.Len()
+		return buf.Len() >= budget, nil
+	}, &e.version)
+	e.body, e.db = buf.Bytes(), m.DB()
+}
+
 // withQuery is href with v's parameters, cursor replaced.
 func withQuery(href string, v url.Values, cursor string) string {
+	q := withCursor(v, cursor)
+	if len(q) == 0 {
+		return href
+	}
+	return href + "?" + q.Encode()
+}
+
+// withCursor is a copy of v with cursor in place of its own ("" none).
+func withCursor(v url.Values, cursor string) url.Values {
 	q := url.Values{}
 	for k, vals := range v {
 		if k != "cursor" {
@@ -275,10 +386,7 @@ func withQuery(href string, v url.Values, cursor string) string {
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	if len(q) == 0 {
-		return href
-	}
-	return href + "?" + q.Encode()
+	return q
 }
 
 // setContentCRS names the CRS of an answer's coordinates; an answer in a

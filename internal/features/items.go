@@ -124,9 +124,19 @@ func (s *Service) ItemsSQL(ctx context.Context, id string, v url.Values) ([]Stat
 // is held whole: a feature is written from the row's own bytes and
 // dropped.
 func (s *Service) items(ctx context.Context, id string, v url.Values, begin func(CRS), out pageOut) (Page, error) {
+	return s.readItems(ctx, id, v, begin, out, nil)
+}
+
+// readItems is items; with version set, it first reads the layer's data
+// version (see dataVersion) into it, in the same round trip.
+func (s *Service) readItems(ctx context.Context, id string, v url.Values, begin func(CRS), out pageOut, version *int64) (Page, error) {
 	r, err := s.checkItems(ctx, id, v)
 	if err != nil {
 		return Page{}, err
+	}
+	vsql, table, versioned := r.l.versionSQL(s.s.Own)
+	if version != nil && !versioned {
+		return Page{}, errUnversioned
 	}
 	begin(r.q.crs)
 	var p Page
@@ -134,12 +144,20 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 	var more bool
 	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		b := &pgx.Batch{}
+		if version != nil {
+			b.Queue(vsql, table)
+		}
 		stmts := r.batch(s.s.Own, s.maxPageBytes(), s.s.CountMax)
 		for _, st := range stmts {
 			b.Queue(st.SQL, st.Args...)
 		}
 		res := conn.SendBatch(ctx, b)
 		defer res.Close()
+		if version != nil {
+			if err := res.QueryRow().Scan(version); err != nil {
+				return err
+			}
+		}
 		rows, err := res.Query()
 		if err != nil {
 			return err
@@ -174,6 +192,35 @@ func (s *Service) items(ctx context.Context, id string, v url.Values, begin func
 		p.Cursor = s.cursors.encode(r.binding, page{Sort: last.sort, Key: last.key, Matched: p.Matched})
 	}
 	return p, nil
+}
+
+// errUnversioned is asked of a layer whose writes geogate's triggers
+// do not count: nothing read of it ahead can be proven current.
+var errUnversioned = errors.New("features: the layer has no data version")
+
+// dataVersion reads the data version of collection id's table, which
+// geogate's triggers (api publish --invalidate, and the built-in layers')
+// raise in every writing transaction.
+func (s *Service) dataVersion(ctx context.Context, id string) (int64, error) {
+	l, err := s.layer(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	vsql, table, ok := l.versionSQL(s.s.Own)
+	if !ok {
+		return 0, errUnversioned
+	}
+	var version int64
+	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, vsql, table).Scan(&version)
+	})
+	return version, err
+}
+
+// versioned says whether collection id has a data version.
+func (s *Service) versioned(ctx context.Context, id string) bool {
+	l, err := s.layer(ctx, id)
+	return err == nil && l.l.Invalidated
 }
 
 // writePage hands the rows of a page to out, up to the page's limit or

@@ -55,6 +55,15 @@ func newLayerSQL(l *catalog.Layer, own string) *layerSQL {
 	return s
 }
 
+// versionSQL reads the data version of the layer's table, with its
+// argument; ok is false for a layer without geogate's triggers.
+func (s *layerSQL) versionSQL(own string) (sql, table string, ok bool) {
+	if !s.l.Invalidated {
+		return "", "", false
+	}
+	return "SELECT version FROM " + catalog.QuoteIdent(own) + ".tile_versions WHERE tbl = $1", s.l.Schema + "." + s.l.Table, true
+}
+
 // keyExpr is the feature id of row l and its PostgreSQL type; a layer
 // without a key names its features by a hash of the row.
 func keyExpr(l *catalog.Layer) (expr, typ string) {
