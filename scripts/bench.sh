@@ -183,7 +183,9 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         if (refused) print "| items pages filtered by a CQL2 spatial predicate | not measured: the service refuses filters (400) | | | | |"
         if (copy != "") {
           split(copy, c, " ")
-          printf "| copy of places (%s features) into a GeoPackage with `ogr2ogr` through geogate (OAPIF, PAGE_SIZE 1000) | %.2f s %s | `ogr2ogr` straight from PostgreSQL, the same columns: %.2f s %s | %.2fx the speed | | |\n", c[2], c[7], c[9], c[12], c[14], c[17]
+          floor = (c[23] == "floor") ? sprintf("; GDAL reading the same features from a local GeoJSON file: %.2f s %s (%.2fx)", c[24], c[26], c[29]) : ""
+          if (c[36] == "client") floor = floor sprintf("; GDAL'"'"'s own CPU in the copy through geogate: %.2f s, so no server could make it faster than %.2fx", c[37], c[41])
+          printf "| copy of places (%s features) into a GeoPackage with `ogr2ogr` through geogate (OAPIF, PAGE_SIZE 1000, next pages read ahead) | %.2f s %s | `ogr2ogr` straight from PostgreSQL, the same columns: %.2f s %s%s | %.2fx the speed | at least 0.6x | %s |\n", c[2], c[7], c[9], c[12], c[14], floor, c[17], (c[17] >= 0.6) ? "yes" : "no"
         }
       }' $r/features.txt
   fi

@@ -413,24 +413,41 @@ func (b *bench) copies(ctx context.Context, dbURL string, trials int) error {
 	fmt.Printf("\nogr2ogr copy of places into a GeoPackage, %d alternating trials\n", trials)
 	fmt.Printf("geogate: ogr2ogr %s\n", strings.Join(api, " "))
 	fmt.Printf("PostgreSQL: ogr2ogr -f GPKG pg.gpkg PG:<conn> -sql %q -nln places\n", sql)
-	var at, pt []float64
+	// GDAL's own floor: the same features from a local GeoJSON file, which
+	// GDAL parses as it parses the pages, with no network and no server.
+	local := filepath.Join(dir, "places.geojson")
+	floor := []string{"-f", "GPKG", filepath.Join(dir, "floor.gpkg"), local, "-nln", "places"}
+	fmt.Printf("floor: ogr2ogr -f GPKG floor.gpkg places.geojson -nln places (places.geojson: the PostgreSQL copy written as GeoJSON once)\n")
+	// ct is GDAL's own CPU in each copy through geogate: single-threaded,
+	// it bounds that copy's time whatever the server does.
+	var at, pt, ft, ct []float64
 	var an, pn int
 	for i := range trials {
-		a, err := ogr(filepath.Join(dir, "api.gpkg"), api)
+		a, acpu, err := ogr(filepath.Join(dir, "api.gpkg"), api)
 		if err != nil {
 			return err
 		}
-		p, err := ogr(filepath.Join(dir, "pg.gpkg"), direct)
+		p, _, err := ogr(filepath.Join(dir, "pg.gpkg"), direct)
 		if err != nil {
 			return err
 		}
+		if i == 0 {
+			if _, _, err := ogr(local, []string{"-f", "GeoJSON", local, filepath.Join(dir, "pg.gpkg"), "places"}); err != nil {
+				return err
+			}
+		}
+		f, _, err := ogr(filepath.Join(dir, "floor.gpkg"), floor)
+		if err != nil {
+			return err
+		}
+		ft, ct = append(ft, f), append(ct, acpu)
 		if an, err = featureCount(filepath.Join(dir, "api.gpkg")); err != nil {
 			return err
 		}
 		if pn, err = featureCount(filepath.Join(dir, "pg.gpkg")); err != nil {
 			return err
 		}
-		fmt.Printf("trial %d: geogate %.2f s, PostgreSQL %.2f s (%d and %d features)\n", i+1, a, p, an, pn)
+		fmt.Printf("trial %d: geogate %.2f s (ogr2ogr CPU %.2f s), PostgreSQL %.2f s (%d and %d features), GDAL from the local file %.2f s\n", i+1, a, acpu, p, an, pn, f)
 		at, pt = append(at, a), append(pt, p)
 	}
 	if an != pn {
@@ -447,24 +464,26 @@ func (b *bench) copies(ctx context.Context, dbURL string, trials int) error {
 	if !slices.Equal(cols, pcols) {
 		return fmt.Errorf("the copies' columns differ: %v through geogate, %v from PostgreSQL", cols, pcols)
 	}
-	am, pm := median(at), median(pt)
-	fmt.Printf("copy %d features, columns %s: geogate %.2f s (%.2f-%.2f) | PostgreSQL %.2f s (%.2f-%.2f) | ratio %.2f (PostgreSQL's time over geogate's)\n",
-		an, strings.Join(cols, ","), am, slices.Min(at), slices.Max(at), pm, slices.Min(pt), slices.Max(pt), pm/am)
+	am, pm, fm, cm := median(at), median(pt), median(ft), median(ct)
+	fmt.Printf("copy %d features, columns %s: geogate %.2f s (%.2f-%.2f) | PostgreSQL %.2f s (%.2f-%.2f) | ratio %.2f (PostgreSQL's time over geogate's) | floor %.2f s (%.2f-%.2f) | best %.2f (PostgreSQL's time over the floor's) | client %.2f s | bound %.2f (PostgreSQL's time over GDAL's own CPU in the copy through geogate)\n",
+		an, strings.Join(cols, ","), am, slices.Min(at), slices.Max(at), pm, slices.Min(pt), slices.Max(pt), pm/am, fm, slices.Min(ft), slices.Max(ft), pm/fm, cm, pm/cm)
 	return nil
 }
 
-// ogr runs ogr2ogr args into out (removed first) and returns its seconds.
-func ogr(out string, args []string) (float64, error) {
+// ogr runs ogr2ogr args into out (removed first) and returns its
+// seconds, and the CPU seconds ogr2ogr itself spent.
+func ogr(out string, args []string) (secs, cpu float64, err error) {
 	_ = os.Remove(out)
 	cmd := exec.Command("ogr2ogr", args...)
 	cmd.Env = append(os.Environ(), "CPL_LOG=OFF")
 	t0 := time.Now()
 	msg, err := cmd.CombinedOutput()
-	secs := time.Since(t0).Seconds()
+	secs = time.Since(t0).Seconds()
 	if err != nil {
-		return 0, fmt.Errorf("ogr2ogr %s: %v\n%s", strings.Join(args, " "), err, msg)
+		return 0, 0, fmt.Errorf("ogr2ogr %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
-	return secs, nil
+	st := cmd.ProcessState
+	return secs, (st.UserTime() + st.SystemTime()).Seconds(), nil
 }
 
 // featureCount reads the number of features of out's layer places.
