@@ -4,7 +4,8 @@ It is the baseline that geogate is measured against in `make bench`: the
 seed's sliding-window Lua script called by SHA from a FastAPI dependency,
 keyed on x-api-key or the client address, in front of a /within route that
 runs an ST_DWithin query through asyncpg and answers GeoJSON, plus a cheap
-limited route for the limiter-only case. Settings: DATABASE_URL, REDIS_URL.
+limited route for the limiter-only case. Settings: DATABASE_URL, REDIS_URL,
+SEED_TABLE (places: the table /within reads).
 """
 import json
 import os
@@ -34,11 +35,11 @@ return {0, window - (now - tonumber(oldest[2]))}
 WITHIN_SQL = """
 SELECT id, name, properties::text, ST_AsGeoJSON(geom)::text,
        ST_Distance(geom::geography, ST_SetSRID(ST_MakePoint($1, $2), 4326)::geography, true)
-FROM places
+FROM {table}
 WHERE ST_DWithin(geom::geography, ST_SetSRID(ST_MakePoint($1, $2), 4326)::geography, $3)
 ORDER BY 5, id
 LIMIT 100
-"""
+""".format(table=os.environ.get("SEED_TABLE", "places"))
 
 app = FastAPI()
 LIMIT = int(os.environ.get("SEED_LIMIT", "10"))

@@ -383,14 +383,17 @@ func (p *pass) Header() http.Header {
 		return nil
 	}
 	h := p.charges[0].shown().Header()
+	if len(p.charges) == 1 {
+		return h
+	}
 	all := ratelimit.Decision{Allowed: true}
 	for _, ch := range p.charges {
 		all.Windows = append(all.Windows, ch.shown().Windows...)
 	}
-	for _, k := range []string{"RateLimit-Policy", "RateLimit"} {
-		if v := all.Header().Get(k); v != "" {
-			h.Set(k, v)
-		}
+	if len(all.Windows) > 0 {
+		// As http.Header.Set would canonicalize them.
+		h["Ratelimit-Policy"] = []string{all.PolicyField()}
+		h["Ratelimit"] = []string{all.RemainingField()}
 	}
 	return h
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,33 @@ func TestConcurrencyRefusalHasHeaders(t *testing.T) {
 	close(hold)
 	if c := <-held; c != 200 {
 		t.Errorf("held request = %d", c)
+	}
+}
+
+// TestHeaderFields: a decision's fields, keyed as http.Header.Get looks
+// them up, with one item a window in the draft's lists.
+func TestHeaderFields(t *testing.T) {
+	d := Decision{Allowed: true, Windows: []WindowState{
+		{Window: Window{Limit: 10, Period: time.Second}, Name: "geofence", Remaining: 7, Reset: 300 * time.Millisecond},
+		{Window: Window{Limit: 1000, Period: 24 * time.Hour}, Name: "geofence-day", Remaining: 5, Reset: 90 * time.Minute},
+	}}
+	h := d.Header()
+	for k := range h {
+		if got := textproto.CanonicalMIMEHeaderKey(k); got != k {
+			t.Errorf("key %q is not canonical (%q): Get misses it", k, got)
+		}
+	}
+	want := map[string]string{
+		"RateLimit-Policy":    `"geofence";q=10;w=1, "geofence-day";q=1000;w=86400`,
+		"RateLimit":           `"geofence";r=7;t=1, "geofence-day";r=5;t=5400`,
+		"RateLimit-Limit":     "1000",
+		"RateLimit-Remaining": "5",
+		"RateLimit-Reset":     "5400",
+		"Retry-After":         "",
+	}
+	for k, w := range want {
+		if got := h.Get(k); got != w {
+			t.Errorf("%s = %q, want %q", k, got, w)
+		}
 	}
 }

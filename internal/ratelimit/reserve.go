@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/geogate/geogate/internal/apperr"
 )
@@ -72,21 +71,50 @@ func (d Decision) writeHeader(h http.Header) {
 	if !ok {
 		return
 	}
-	pol := make([]string, len(d.Windows))
-	cur := make([]string, len(d.Windows))
-	for i, w := range d.Windows {
-		name := strconv.Quote(w.Name)
-		pol[i] = name + ";q=" + strconv.Itoa(w.Limit) + ";w=" + secs(w.Period)
-		cur[i] = name + ";r=" + strconv.Itoa(w.Remaining) + ";t=" + secs(w.Reset)
-	}
-	h.Set("RateLimit-Policy", strings.Join(pol, ", "))
-	h.Set("RateLimit", strings.Join(cur, ", "))
-	h.Set("RateLimit-Limit", strconv.Itoa(t.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(t.Remaining))
-	h.Set("RateLimit-Reset", secs(t.Reset))
+	// The keys are set as http.Header.Set would canonicalize them, without
+	// its work: every answer carries these fields.
+	h["Ratelimit-Policy"] = []string{d.PolicyField()}
+	h["Ratelimit"] = []string{d.RemainingField()}
+	h["Ratelimit-Limit"] = []string{strconv.Itoa(t.Limit)}
+	h["Ratelimit-Remaining"] = []string{strconv.Itoa(t.Remaining)}
+	h["Ratelimit-Reset"] = []string{secs(t.Reset)}
 	if d.Limited && !d.Allowed && !d.Impossible {
-		h.Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
+		h["Retry-After"] = []string{strconv.FormatInt(d.RetryAfterSeconds(), 10)}
 	}
+}
+
+// PolicyField is the RateLimit-Policy field of d's windows: "name";q=
+// limit;w=seconds, one item a window.
+func (d Decision) PolicyField() string {
+	b := make([]byte, 0, 48*len(d.Windows))
+	for i, w := range d.Windows {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, w.Name)
+		b = append(b, ";q="...)
+		b = strconv.AppendInt(b, int64(w.Limit), 10)
+		b = append(b, ";w="...)
+		b = append(b, secs(w.Period)...)
+	}
+	return string(b)
+}
+
+// RemainingField is the RateLimit field of d's windows: "name";r=
+// remaining;t=seconds to reset, one item a window.
+func (d Decision) RemainingField() string {
+	b := make([]byte, 0, 48*len(d.Windows))
+	for i, w := range d.Windows {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, w.Name)
+		b = append(b, ";r="...)
+		b = strconv.AppendInt(b, int64(w.Remaining), 10)
+		b = append(b, ";t="...)
+		b = append(b, secs(w.Reset)...)
+	}
+	return string(b)
 }
 
 // Refusal is the error a refused request ends with: a 429 naming the
