@@ -165,7 +165,7 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
     awk '
       ($1 == "items" || $1 == "filtered") && $3 == "|" { k = $1 " " $2; keys[++n] = k; row[k] = $0 }
       $1 == "range" && ($2 == "items" || $2 == "filtered") { api[$2 " " $3] = $5; sql[$2 " " $3] = $7 }
-      ($1 == "bbox+count" || $1 == "bbox") && $3 == "|" { bbox[$1 " " $2] = $0; if ($1 == "bbox") bconc[++nb] = $2 }
+      ($1 == "bbox+count" || $1 == "bbox" || $1 == "bbox+former") && $3 == "|" { bbox[$1 " " $2] = $0; if ($1 == "bbox") bconc[++nb] = $2 }
       /^filtered: not measured/ { refused = 1 }
       $1 == "copy" { copy = $0 }
       END {
@@ -178,7 +178,11 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         }
         for (i = 1; i <= nb; i++) {
           bc = bconc[i]; split(bbox["bbox+count " bc], f, " "); split(bbox["bbox " bc], g, " ")
-          printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the page statement with the count of every match: %.1f pages/s; the page statement alone: %.1f pages/s | %.2fx with the count, %.2fx alone | at least 1.5x with the count | %s |\n", bc, f[4], f[6], f[7], f[9], g[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*f[9]) ? "yes" : "no"
+          h[9] = 0; if (("bbox+former " bc) in bbox) split(bbox["bbox+former " bc], h, " ")
+          if (h[9] > 0)
+            printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the former page statement (properties built before the sort) with the count of every match: %.1f pages/s; today'"'"'s page statement with it: %.1f; alone: %.1f | %.2fx the former with its count (%.2fx today'"'"'s with it, %.2fx alone) | at least 1.5x the former with its count | %s |\n", bc, f[4], f[6], f[7], h[9], f[9], g[9], f[4]/h[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*h[9]) ? "yes" : "no"
+          else
+            printf "| items first pages of a 5 degree box (limit 1,000), `numberMatched` counted up to `FEATURES_COUNT_MAX`, concurrency %s | %.1f pages/s, p50 %.1f ms, p99 %.1f ms | the page statement with the count of every match: %.1f pages/s; the page statement alone: %.1f pages/s | %.2fx with the count, %.2fx alone | at least 1.5x with the count | %s |\n", bc, f[4], f[6], f[7], f[9], g[9], f[4]/f[9], f[4]/g[9], (f[4] >= 1.5*f[9]) ? "yes" : "no"
         }
         if (refused) print "| items pages filtered by a CQL2 spatial predicate | not measured: the service refuses filters (400) | | | | |"
         if (copy != "") {

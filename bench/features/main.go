@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,7 +218,7 @@ func (b *bench) bboxCase(ctx context.Context, cat *catalog.Catalog, cfg config.C
 	if err != nil {
 		return err
 	}
-	counted, alone := &pages{}, &pages{}
+	counted, alone, former := &pages{}, &pages{}, &pages{}
 	for _, c := range centres {
 		v := url.Values{"limit": {strconv.Itoa(b.limit)}, "bbox": {fmt.Sprintf("%.4f,%.4f,%.4f,%.4f",
 			max(c[0]-2.5, -180), max(c[1]-2.5, -90), min(c[0]+2.5, 180), min(c[1]+2.5, 90))}}
@@ -230,20 +231,41 @@ func (b *bench) bboxCase(ctx context.Context, cat *catalog.Catalog, cfg config.C
 			return err
 		}
 		target := "/collections/places/items?" + v.Encode()
-		for _, ps := range []*pages{counted, alone} {
+		old, err := formerPage(stmts[0].SQL)
+		if err != nil {
+			return err
+		}
+		for _, ps := range []*pages{counted, alone, former} {
 			ps.targets = append(ps.targets, target)
 			ps.features += min(n, b.limit)
 		}
 		counted.stmts = append(counted.stmts, stmts)
 		alone.stmts = append(alone.stmts, stmts[:1])
+		former.stmts = append(former.stmts, []features.Statement{{SQL: old, Args: stmts[0].Args}, stmts[1]})
 	}
-	fmt.Printf("\nbbox: the first page (limit %d) of a 5 degree box around %d places, %.0f features a page on average; API: numberMatched counted up to FEATURES_COUNT_MAX (%d); SQL: the page statement with the count of every match (bbox+count), then alone (bbox)\n",
+	fmt.Printf("\nbbox: the first page (limit %d) of a 5 degree box around %d places, %.0f features a page on average; API: numberMatched counted up to FEATURES_COUNT_MAX (%d); SQL: the page statement with the count of every match (bbox+count), then alone (bbox), then the former page statement, which built every match's properties before its sort, with the count of every match (bbox+former)\n",
 		b.limit, len(centres), counted.perPage(), cfg.Features.CountMax)
 	for _, c := range concs {
 		b.compare("bbox+count", counted, c)
 		b.compare("bbox", alone, c)
+		b.compare("bbox+former", former, c)
 	}
 	return nil
+}
+
+// pickedFirst is the page statement's subquery choosing its rows.
+var pickedFirst = regexp.MustCompile(`FROM \(SELECT l\.\* FROM (.+?) ORDER BY (.+?) LIMIT (\$\d+::int)\) l ORDER BY (.+?)\) p`)
+
+// formerPage is the page statement sql as it was before its rows were
+// chosen in a subquery: conditions, order and limit on the table itself,
+// so that PostgreSQL builds the properties of every match before its
+// top-N sort. It is the baseline of the bbox case.
+func formerPage(sql string) (string, error) {
+	m := pickedFirst.FindStringSubmatch(sql)
+	if m == nil || m[2] != m[4] {
+		return "", fmt.Errorf("bench/features: the page statement has no subquery choosing its rows: %s", sql)
+	}
+	return strings.Replace(sql, m[0], "FROM "+m[1]+" ORDER BY "+m[2]+" LIMIT "+m[3]+") p", 1), nil
 }
 
 // compare runs the API and the SQL side of ps at concurrency c and prints

@@ -409,6 +409,15 @@ func (q *Queue) Waiting() int {
 	return q.waiting
 }
 
+// Busy says whether the database has no room for work nobody has
+// asked for yet (an items page read ahead): a caller waits, or the calls
+// running fill the limit.
+func (q *Queue) Busy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting > 0 || q.inUse >= q.slots()
+}
+
 // InUse returns how many slots are held.
 func (q *Queue) InUse() int {
 	q.mu.Lock()

@@ -411,3 +411,32 @@ func BenchmarkEnterFree(b *testing.B) {
 		}
 	})
 }
+
+// TestBusy: the queue is busy once its slots are held, until they are
+// given back.
+func TestBusy(t *testing.T) {
+	q := New(Settings{Slots: 2, MaxWait: time.Hour})
+	if q.Busy() {
+		t.Fatal("Busy() with nothing running")
+	}
+	a, _ := q.Enter(as("a", 1))
+	if q.Busy() {
+		t.Error("Busy() with one of two slots held")
+	}
+	b, _ := q.Enter(as("b", 1))
+	if !q.Busy() {
+		t.Error("not Busy() with both slots held")
+	}
+	out := make(chan entry, 1)
+	enterLater(t, q, as("c", 1), "c", out)
+	a(0)
+	c := <-out
+	if !q.Busy() {
+		t.Error("not Busy() with both slots held again")
+	}
+	b(0)
+	c.leave(0)
+	if q.Busy() {
+		t.Error("Busy() once every caller left")
+	}
+}

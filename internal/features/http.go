@@ -336,7 +336,9 @@ func (h *Handler) readAhead(c *gin.Context, caller, id string, v url.Values, p P
 	key := walkKey(caller, id, next.Encode())
 	h.ahead.handOut(key)
 	ctx := c.Request.Context()
-	if !walking || !h.svc.versioned(ctx, id) {
+	// Read ahead only into a database with room: under a crowd the page
+	// would take a slot from work someone has asked for.
+	if !walking || h.svc.busy() || !h.svc.versioned(ctx, id) {
 		return
 	}
 	bg := context.WithoutCancel(ctx)

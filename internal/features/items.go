@@ -217,6 +217,14 @@ func (s *Service) dataVersion(ctx context.Context, id string) (int64, error) {
 	return version, err
 }
 
+// busy says whether the database has no room for work nobody has asked
+// for yet: the fair queue in front of it (when there is one) has callers
+// waiting, or every slot held.
+func (s *Service) busy() bool {
+	b, ok := s.run.Queue.(interface{ Busy() bool })
+	return ok && b.Busy()
+}
+
 // versioned says whether collection id has a data version.
 func (s *Service) versioned(ctx context.Context, id string) bool {
 	l, err := s.layer(ctx, id)
