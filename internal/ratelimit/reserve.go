@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/geogate/geogate/internal/apperr"
 )
@@ -86,35 +87,30 @@ func (d Decision) writeHeader(h http.Header) {
 // PolicyField is the RateLimit-Policy field of d's windows: "name";q=
 // limit;w=seconds, one item a window.
 func (d Decision) PolicyField() string {
-	b := make([]byte, 0, 48*len(d.Windows))
-	for i, w := range d.Windows {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = strconv.AppendQuote(b, w.Name)
-		b = append(b, ";q="...)
-		b = strconv.AppendInt(b, int64(w.Limit), 10)
-		b = append(b, ";w="...)
-		b = append(b, secs(w.Period)...)
-	}
-	return string(b)
+	return d.field("q", func(w WindowState) int { return w.Limit }, "w", func(w WindowState) time.Duration { return w.Period })
 }
 
 // RemainingField is the RateLimit field of d's windows: "name";r=
 // remaining;t=seconds to reset, one item a window.
 func (d Decision) RemainingField() string {
-	b := make([]byte, 0, 48*len(d.Windows))
+	return d.field("r", func(w WindowState) int { return w.Remaining }, "t", func(w WindowState) time.Duration { return w.Reset })
+}
+
+// field is one item a window: its quoted name, then a=count and
+// b=seconds, rounded up.
+func (d Decision) field(a string, count func(WindowState) int, b string, dur func(WindowState) time.Duration) string {
+	buf := make([]byte, 0, 48*len(d.Windows))
 	for i, w := range d.Windows {
 		if i > 0 {
-			b = append(b, ", "...)
+			buf = append(buf, ", "...)
 		}
-		b = strconv.AppendQuote(b, w.Name)
-		b = append(b, ";r="...)
-		b = strconv.AppendInt(b, int64(w.Remaining), 10)
-		b = append(b, ";t="...)
-		b = append(b, secs(w.Reset)...)
+		buf = strconv.AppendQuote(buf, w.Name)
+		buf = append(append(append(buf, ';'), a...), '=')
+		buf = strconv.AppendInt(buf, int64(count(w)), 10)
+		buf = append(append(append(buf, ';'), b...), '=')
+		buf = strconv.AppendInt(buf, ceilSeconds(dur(w)), 10)
 	}
-	return string(b)
+	return string(buf)
 }
 
 // Refusal is the error a refused request ends with: a 429 naming the
