@@ -78,14 +78,13 @@ fi
 # neither service's index changes the other's plans: on places itself,
 # the expression index draws geogate's /within to a slower plan.
 psql -q "$db_url" <<'SQL'
-DROP INDEX IF EXISTS seed_places_geog_idx;
 DO $$ BEGIN
   IF to_regclass('seed_places') IS NULL THEN
     CREATE TABLE seed_places AS SELECT * FROM places;
-    CREATE INDEX seed_places_geog_idx ON seed_places USING gist ((geom::geography));
-    ANALYZE seed_places;
   END IF;
 END $$;
+CREATE INDEX IF NOT EXISTS seed_places_geog_idx ON seed_places USING gist ((geom::geography));
+ANALYZE seed_places;
 SQL
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
