@@ -140,3 +140,37 @@ func TestPagesReadAheadOnlyForWalks(t *testing.T) {
 		t.Errorf("%d pages read ahead, want only the walk's one", reads)
 	}
 }
+
+// TestPageReadAheadHeldToTheCallersScopeNow: a key whose spatial scope
+// is narrowed while its next page is read ahead gets the 400 of a cursor
+// bound to its former scope, not the page read under it.
+func TestPageReadAheadHeldToTheCallersScopeNow(t *testing.T) {
+	_, dbURL := testenv.DemoDBWithURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "RATELIMIT_FEATURES": "100000/1s"}
+	ops, id := "ops-"+testenv.Prefix(t), "walker-"+testenv.Prefix(t)
+	runCLI(t, env, "keys", "create", "--name", ops, "--secret", ops, "--scopes", "admin")
+	base, _ := startService(t, env)
+	st, _, body := call(t, "POST", base+"/admin/keys", ops, `{"id":"`+id+`","scopes":["features:read"],"spatial_scope":[12,52,14,53]}`)
+	var created struct{ Secret string }
+	if st != 201 || json.Unmarshal(body, &created) != nil || created.Secret == "" {
+		t.Fatalf("POST /admin/keys = %d %s", st, body)
+	}
+	key := created.Secret
+	_, _, next := walkPage(t, base, base+berlinWalk, key)
+	_, _, next = walkPage(t, base, next, key) // a walk: the third page is read ahead
+	testenv.WaitFor(t, 10*time.Second, "the third page read ahead", func() bool { return aheadCount(t, base, "read") == 1 })
+	if st, _, body := call(t, "PATCH", base+"/admin/keys/"+id, ops, `{"spatial_scope":[13.3,52.4,13.5,52.6]}`); st != 200 {
+		t.Fatalf("PATCH /admin/keys = %d %s", st, body)
+	}
+	// A box inside the former scope and outside the new one.
+	testenv.WaitFor(t, 10*time.Second, "the narrower scope in force", func() bool {
+		st, _, b := call(t, "GET", base+"/collections/places/items?limit=1&bbox=13.0,52.3,13.1,52.35", key, "")
+		return st == 200 && strings.Contains(string(b), `"numberReturned":0`)
+	})
+	if st, _, body := call(t, "GET", next, key, ""); st != 400 {
+		t.Errorf("the walk's next page after the scope narrowed = %d %.300s, want 400 (a cursor of the former scope)", st, body)
+	}
+	if served := aheadCount(t, base, "served"); served != 0 {
+		t.Errorf("%d pages read ahead served after the scope narrowed", served)
+	}
+}

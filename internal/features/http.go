@@ -306,6 +306,12 @@ func (h *Handler) serveEarly(c *gin.Context, pass gate.Pass, caller, id string, 
 		return false
 	}
 	ctx := c.Request.Context()
+	// The request as it is checked now: a caller whose scope changed
+	// since the page was read holds a cursor bound to the former one.
+	if _, err := h.svc.checkItems(ctx, id, v); err != nil {
+		h.ahead.m.count("failed")
+		return false
+	}
 	now, err := h.svc.dataVersion(ctx, id)
 	if err != nil || now != e.version {
 		h.ahead.m.count("stale")
