@@ -117,20 +117,37 @@ func (h *Handler) Within(c *gin.Context) {
 		return
 	}
 	q.Scope = h.scopeWKB(c)
-	page, err := h.svc.Within(c.Request.Context(), q.WithinQuery)
+	// Features go out as their rows arrive, each written from the row's
+	// bytes; a page up to 64 KiB (most) is sent whole once settled.
+	w := httpx.NewAnswer(c, geoJSON)
+	w.Header = func() { httpx.SetHeader(c, pass.Header()) }
+	w.WriteString(collectionStart)
+	var scratch []byte
+	n := 0
+	next, err := h.svc.WithinRows(c.Request.Context(), q.WithinQuery, func(f Feature) error {
+		if n > 0 {
+			w.WriteByte(',')
+		}
+		n++
+		scratch = appendFeature(scratch[:0], f, true)
+		w.Write(scratch)
+		return w.Err()
+	})
 	if err != nil {
-		httpx.Abort(c, err)
+		pass.Spent(gate.Usage{Bytes: w.Written()})
+		w.Fail(err)
 		return
 	}
-	next := ""
-	if page.Next != nil {
-		next = h.cursors.Encode(scope, *page.Next)
+	link := ""
+	if next != nil {
+		link = nextLink(c.Request.URL, h.cursors.Encode(scope, *next))
 	}
-	body := collection(page.Features, true, nextLink(c.Request.URL, next))
-	pass.Spent(gate.Usage{Bytes: len(body)})
-	pass.Settle() // the answer is whole: its headers show the budget as settled
-	httpx.SetHeader(c, pass.Header())
-	c.Data(http.StatusOK, geoJSON, body)
+	w.Write(appendCollectionEnd(scratch[:0], n, link))
+	pass.Spent(gate.Usage{Bytes: w.Written()})
+	if !w.Committed() {
+		pass.Settle() // the answer is whole: its headers show the budget as settled
+	}
+	w.Finish()
 }
 
 func badCursor() error {
@@ -440,15 +457,24 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 
 // collection renders a GeoJSON FeatureCollection with a next link.
 func collection(fs []Feature, withDistance bool, next string) []byte {
-	b := append(make([]byte, 0, pageSize(fs, withDistance)+len(next)+256), `{"type":"FeatureCollection","features":[`...)
+	b := append(make([]byte, 0, pageSize(fs, withDistance)+len(next)+256), collectionStart...)
 	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendFeature(b, f, withDistance)
 	}
+	return appendCollectionEnd(b, len(fs), next)
+}
+
+// collectionStart opens a FeatureCollection of features.
+const collectionStart = `{"type":"FeatureCollection","features":[`
+
+// appendCollectionEnd closes a FeatureCollection of n features, with the
+// link to its next page, if any.
+func appendCollectionEnd(b []byte, n int, next string) []byte {
 	b = append(b, `],"numberReturned":`...)
-	b = strconv.AppendInt(b, int64(len(fs)), 10)
+	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `,"links":[`...)
 	if next != "" {
 		b = append(b, `{"rel":"next","type":"application/geo+json","href":`...)

@@ -168,6 +168,15 @@ func geoJSONRowExpr(l *catalog.Layer) string {
 
 // keyJSON writes a feature id as JSON: a number for an integer key, a
 // string otherwise.
+// rawKeyJSON is keyJSON of a key as the row's bytes hold it: an integer
+// key is those bytes, not a copy.
+func (s *layerSQL) rawKeyJSON(raw []byte) []byte {
+	if s.l.Key.Type == "integer" {
+		return raw
+	}
+	return appendString(nil, string(raw))
+}
+
 func (s *layerSQL) keyJSON(text string) []byte {
 	if s.l.Key.Type == "integer" {
 		return []byte(text)

@@ -1,7 +1,14 @@
 package geofence
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -43,7 +50,6 @@ type Feature struct {
 	Geometry []byte
 	// Distance is the spheroid distance in metres (only for /within).
 	Distance float64
-	keyText  string // Key as PostgreSQL writes it, for the next cursor
 }
 
 // WithinPage is one page of /within results, nearest first (ties by id).
@@ -82,55 +88,89 @@ func withinArgs(q WithinQuery) []any {
 // apperr.NotFound for an unknown layer, and with a validation error for a
 // property the layer does not have.
 func (s *Service) Within(ctx context.Context, q WithinQuery) (WithinPage, error) {
+	// Most pages are short: grow as rows come rather than reserve the
+	// whole limit per request (it dominated allocations).
+	page := WithinPage{Features: []Feature{}}
+	next, err := s.WithinRows(ctx, q, func(f Feature) error {
+		f.Key, f.Props, f.Geometry = bytes.Clone(f.Key), bytes.Clone(f.Props), bytes.Clone(f.Geometry)
+		page.Features = append(page.Features, f)
+		return nil
+	})
+	page.Next = next
+	return page, err
+}
+
+// WithinRows is Within handing each feature to out as its row arrives,
+// made of the row's own bytes, valid until out returns: nothing of a row
+// is copied or decoded but its distance and name. It returns where the
+// next page starts, nil when none remains. An error of out ends the read
+// and is returned.
+func (s *Service) WithinRows(ctx context.Context, q WithinQuery, out func(Feature) error) (*Position, error) {
 	l, err := s.layer(q.Layer)
 	if err != nil {
-		return WithinPage{}, err
+		return nil, err
 	}
 	if err := checkProps(l, q.Props); err != nil {
-		return WithinPage{}, err
+		return nil, err
 	}
-	var page WithinPage
-	more := false
+	var next *Position
 	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		next = nil
 		rows, err := conn.Query(ctx, l.within, withinArgs(q)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		// Most pages are short: grow as rows come rather than reserve
-		// the whole limit per request (it dominated allocations).
-		page.Features = []Feature{}
+		var dist func([]byte) (float64, error)
 		size := pageBytes{max: q.MaxBytes}
+		var n int
+		var lastKey []byte
+		var lastDist float64
 		for rows.Next() {
-			var f Feature
-			var key string
-			var name *string
-			if err := rows.Scan(&key, &name, &f.Distance, &f.Props, &f.Geometry); err != nil {
+			raw := rows.RawValues()
+			if dist == nil { // the columns are known once a row came
+				dist = float8Decoder(rows.FieldDescriptions()[2].Format)
+			}
+			f := Feature{NoName: raw[1] == nil, Props: raw[3], Geometry: raw[4], Key: l.rawKeyJSON(raw[0])}
+			if f.Distance, err = dist(raw[2]); err != nil {
 				return err
 			}
-			f.Name, f.NoName = deref(name), name == nil
-			f.Key = l.keyJSON(key)
-			f.keyText = key
+			if !f.NoName {
+				f.Name = string(raw[1])
+			}
 			// The row past the page tells that more remain; the database
 			// sends few if any after it (see budgetSQL).
-			if len(page.Features) == q.Limit || !size.fits(featureSize(f, true)) {
-				more = true
-				break
+			if n == q.Limit || !size.fits(featureSize(f, true)) {
+				if n > 0 && len(lastKey) <= maxCursorKey {
+					next = &Position{Dist: lastDist, Key: string(lastKey)}
+				}
+				return nil
 			}
-			page.Features = append(page.Features, f)
+			if err := out(f); err != nil {
+				return err
+			}
+			n++
+			lastKey, lastDist = append(lastKey[:0], raw[0]...), f.Distance
 		}
 		return rows.Err()
 	})
 	if err != nil {
-		return WithinPage{}, err
+		return nil, err
 	}
-	if n := len(page.Features); more && n > 0 {
-		last := page.Features[n-1]
-		if len(last.keyText) <= maxCursorKey {
-			page.Next = &Position{Dist: last.Distance, Key: last.keyText}
+	return next, nil
+}
+
+// float8Decoder reads a float8 column sent in format.
+func float8Decoder(format int16) func([]byte) (float64, error) {
+	if format == pgx.BinaryFormatCode {
+		return func(b []byte) (float64, error) {
+			if len(b) != 8 {
+				return 0, fmt.Errorf("geofence: a float8 of %d bytes", len(b))
+			}
+			return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 		}
 	}
-	return page, nil
+	return func(b []byte) (float64, error) { return strconv.ParseFloat(string(b), 64) }
 }
 
 func deref(s *string) string {
