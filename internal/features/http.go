@@ -219,17 +219,9 @@ func (h *Handler) Items(c *gin.Context) {
 		return
 	}
 	defer pass.Done()
-	caller := auth.FromContext(c.Request.Context()).LimitKey()
-	key := walkKey(caller, id, v.Encode())
-	walking := v.Has("cursor") && h.ahead.walking(key)
-	if walking {
-		if e := h.ahead.take(c.Request.Context(), key); e != nil {
-			served := h.serveEarly(c, pass, caller, id, v, e)
-			h.ahead.release(e)
-			if served {
-				return
-			}
-		}
+	caller, key, walking := h.walk(c, id, v)
+	if walking && h.serveAhead(c, pass, caller, key, id, v) {
+		return
 	}
 	w := httpx.NewAnswer(c, typeGeoJSON)
 	w.WriteString(itemsStart)
@@ -258,6 +250,33 @@ func (h *Handler) Items(c *gin.Context) {
 	// page before it is known as a walk's.
 	h.readAhead(c, caller, id, v, p, walking)
 	h.endPage(c, w, pass, id, v, p)
+}
+
+// walk names the caller and the request for the pages read ahead, and
+// says whether the request follows a next link given out to the caller
+// moments ago; caller is "" while nothing is read ahead.
+func (h *Handler) walk(c *gin.Context, id string, v url.Values) (caller, key string, walking bool) {
+	if h.ahead.max <= 0 {
+		return "", "", false
+	}
+	caller = auth.FromContext(c.Request.Context()).LimitKey()
+	if !v.Has("cursor") {
+		return caller, "", false
+	}
+	key = walkKey(caller, id, v.Encode())
+	return caller, key, h.ahead.walking(key)
+}
+
+// serveAhead answers with the page of key read ahead, if there is one
+// and it may be served (see serveEarly); false when the request must
+// read its page itself.
+func (h *Handler) serveAhead(c *gin.Context, pass gate.Pass, caller, key, id string, v url.Values) bool {
+	e := h.ahead.take(c.Request.Context(), key)
+	if e == nil {
+		return false
+	}
+	defer h.ahead.release(e)
+	return h.serveEarly(c, pass, caller, id, v, e)
 }
 
 // itemsStart opens every items answer.
