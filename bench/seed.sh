@@ -12,7 +12,12 @@
 #     that reads no table (the features policy, raised out of the way), next
 #     to the same /limited: the nearest thing to a bare limited route
 #     geogate has (a malformed /within is refused before it is charged);
-#   /within at 1 km and 20 km around the same 64 city centres.
+#   /within at 1 km and 20 km around the same 64 city centres, with a
+#     third side, the floor: the seed's design (one limiter script, then
+#     the statement geogate runs) in plain Go, net/http and pgx
+#     (bench/geofence's lean process, /limited/raw/within), none of
+#     geogate's request path. No service of that design serves more on
+#     this machine, so its ratio to the seed bounds geogate's.
 # Limits are raised out of the way on both sides (geogate
 # RATELIMIT_GEOFENCE=100000/1s, the exact log's largest window; the seed
 # SEED_LIMIT=1000000000); every caller is anonymous (identity ip:127.0.0.1).
@@ -62,6 +67,7 @@ db_url="$server/$dbname$query"
 
 [ -x bin/api ] || go build -o bin/api ./cmd/api
 go build -o bin/load ./bench/load
+go build -o bin/bench-floor ./bench/geofence
 
 if [ "$(psql -tA "$server/postgres$query" -c "SELECT count(*) FROM pg_database WHERE datname = '$dbname'")" != 1 ]; then
   echo "bench/seed: creating $dbname with the demo data" >&2
@@ -90,6 +96,7 @@ SQL
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 api_port=$(free_port)
 seed_port=$(free_port)
+floor_port=$(free_port)
 pprof_addr=""
 [ "${BENCH_PROFILE:-}" = 1 ] && pprof_addr=127.0.0.1:$(free_port)
 mkdir -p "$res"
@@ -106,6 +113,12 @@ DATABASE_URL=$db_url REDIS_URL=$REDIS_URL SEED_TABLE=seed_places SEED_LIMIT=1000
   "$py" -m uvicorn app:app --app-dir bench/seedapp --host 127.0.0.1 --port "$seed_port" \
   --workers 1 --log-level warning --no-access-log >/dev/null 2>"$res/seed-uvicorn.log" &
 pids+=($!)
+# The floor: the seed's design (one limiter script, then the statement)
+# in plain Go, net/http and pgx with the same pool, none of geogate's
+# request path. What it serves bounds what any service of that design
+# can on this machine.
+bin/bench-floor -serve-lean "127.0.0.1:$floor_port" -db "$db_url" -redis "$REDIS_URL" >/dev/null 2>"$res/seed-floor.log" &
+pids+=($!)
 
 wait_up() { # url
   for _ in $(seq 1 150); do
@@ -116,6 +129,7 @@ wait_up() { # url
 }
 wait_up "http://127.0.0.1:$api_port/healthz"
 wait_up "http://127.0.0.1:$seed_port/limited"
+wait_up "http://127.0.0.1:$floor_port/healthz"
 
 # The same 64 city centres for both sides, drawn reproducibly.
 mapfile -t centres < <(psql -tA -F, "$db_url" -c \
@@ -138,14 +152,15 @@ out=$res/seed.md
 {
   echo "## geogate vs the seed's FastAPI service (concurrency $conc, $dur per trial, median of $trials alternating trials, min-max in brackets)"
   echo
-  echo "| case | geogate req/s | p99 ms | seed req/s | p99 ms | throughput ratio | non-2xx (geogate / seed) |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| case | geogate req/s | p99 ms | seed req/s | p99 ms | throughput ratio | floor req/s | floor / seed | non-2xx (geogate / seed) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } >"$out"
 
 # Three untimed seconds on each side first: connection pools fill (geogate's
 # pgx pool opens its connections on demand; the first burst waits on them).
 bin/load -c "$conc" -d 3s "http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1" "$(urls "http://127.0.0.1:$api_port" 1000 | head -1)" >/dev/null
 bin/load -c "$conc" -d 3s "http://127.0.0.1:$seed_port/limited" "$(urls "http://127.0.0.1:$seed_port" 1000 | head -1)" >/dev/null
+bin/load -c "$conc" -d 3s "$(urls "http://127.0.0.1:$floor_port/limited/raw" 1000 | head -1)" >/dev/null
 
 profile() { # case: under BENCH_PROFILE=1, perf and then Go profiles of api serve, each during one more geogate trial
   [ "${BENCH_PROFILE:-}" = 1 ] || return 0
@@ -190,26 +205,36 @@ for case in limiter refused within1k within20k; do
   case $case in
     limiter)   name="limiter only"; gurls=("http://127.0.0.1:$api_port/within?lng=-30&lat=0&radius=1"); surls=("http://127.0.0.1:$seed_port/limited") ;;
     refused)   name="limiter, no database (geogate /conformance)"; gurls=("http://127.0.0.1:$api_port/conformance"); surls=("http://127.0.0.1:$seed_port/limited") ;;
-    within1k)  name="/within 1 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 1000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 1000) ;;
-    within20k) name="/within 20 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 20000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 20000) ;;
+    within1k)  name="/within 1 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 1000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 1000); mapfile -t furls < <(urls "http://127.0.0.1:$floor_port/limited/raw" 1000) ;;
+    within20k) name="/within 20 km"; mapfile -t gurls < <(urls "http://127.0.0.1:$api_port" 20000); mapfile -t surls < <(urls "http://127.0.0.1:$seed_port" 20000); mapfile -t furls < <(urls "http://127.0.0.1:$floor_port/limited/raw" 20000) ;;
   esac
-  g_rps=(); g_p99=(); s_rps=(); s_p99=(); g_bad=0; s_bad=0
+  [ "$case" = within1k ] || [ "$case" = within20k ] || furls=()
+  g_rps=(); g_p99=(); s_rps=(); s_p99=(); f_rps=(); g_bad=0; s_bad=0
   for i in $(seq 1 "$trials"); do
     g=$(run_load "${gurls[@]}"); s=$(run_load "${surls[@]}")
+    if [ ${#furls[@]} -gt 0 ]; then
+      f=$(run_load "${furls[@]}"); f_rps+=("$(jq .rps <<<"$f")")
+      [ "$(jq '.errors + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' <<<"$f")" = 0 ] || { echo "bench/seed: the floor answered other than 200: $f" >&2; exit 1; }
+    fi
     g_rps+=("$(jq .rps <<<"$g")"); g_p99+=("$(jq .p99_ms <<<"$g")")
     s_rps+=("$(jq .rps <<<"$s")"); s_p99+=("$(jq .p99_ms <<<"$s")")
     g_bad=$((g_bad + $(jq --argjson ok "[$ok]" '[.statuses | to_entries[] | select([.key] | inside($ok) | not) | .value] | add // 0' <<<"$g") + $(jq .errors <<<"$g")))
     s_bad=$((s_bad + $(jq --argjson ok "[$ok]" '[.statuses | to_entries[] | select([.key] | inside($ok) | not) | .value] | add // 0' <<<"$s") + $(jq .errors <<<"$s")))
-    printf '%s trial %d: geogate %.0f req/s p99 %.2f ms | seed %.0f req/s p99 %.2f ms\n' "$name" "$i" \
-      "${g_rps[-1]}" "${g_p99[-1]}" "${s_rps[-1]}" "${s_p99[-1]}" >&2
+    printf '%s trial %d: geogate %.0f req/s p99 %.2f ms | seed %.0f req/s p99 %.2f ms | floor %s req/s\n' "$name" "$i" \
+      "${g_rps[-1]}" "${g_p99[-1]}" "${s_rps[-1]}" "${s_p99[-1]}" "$( [ ${#f_rps[@]} -gt 0 ] && printf %.0f "${f_rps[-1]}" || echo -)" >&2
   done
   profile "$case"
   gm=$(median "${g_rps[@]}"); gp=$(median "${g_p99[@]}"); sm=$(median "${s_rps[@]}"); sp=$(median "${s_p99[@]}")
   ratio=$(awk "BEGIN { printf \"%.1f\", $gm / $sm }")
-  printf '| %s | %.0f (%s) | %.2f | %.0f (%s) | %.2f | %sx | %d / %d |\n' "$name" "$gm" "$(minmax "${g_rps[@]}")" "$gp" \
-    "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$g_bad" "$s_bad" >>"$out"
-  printf 'RESULT seed case=%s geogate_rps=%.0f geogate_range=%s geogate_p99=%.2f seed_rps=%.0f seed_range=%s seed_p99=%.2f ratio=%s bad=%d/%d\n' \
-    "$case" "$gm" "$(minmax "${g_rps[@]}")" "$gp" "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$g_bad" "$s_bad"
+  fm=-; fr=-
+  if [ ${#f_rps[@]} -gt 0 ]; then
+    fm=$(median "${f_rps[@]}"); fr=$(awk "BEGIN { printf \"%.1fx\", $fm / $sm }")
+    fm=$(printf '%.0f' "$fm")
+  fi
+  printf '| %s | %.0f (%s) | %.2f | %.0f (%s) | %.2f | %sx | %s | %s | %d / %d |\n' "$name" "$gm" "$(minmax "${g_rps[@]}")" "$gp" \
+    "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$fm" "$fr" "$g_bad" "$s_bad" >>"$out"
+  printf 'RESULT seed case=%s geogate_rps=%.0f geogate_range=%s geogate_p99=%.2f seed_rps=%.0f seed_range=%s seed_p99=%.2f ratio=%s floor_rps=%s floor_ratio=%s bad=%d/%d\n' \
+    "$case" "$gm" "$(minmax "${g_rps[@]}")" "$gp" "$sm" "$(minmax "${s_rps[@]}")" "$sp" "$ratio" "$fm" "$fr" "$g_bad" "$s_bad"
 done
 echo >>"$out"
 cat "$out"

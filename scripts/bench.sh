@@ -252,6 +252,8 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         label["within1k"] = "`/within` 1 km, geogate vs the seed FastAPI service"
         label["within20k"] = "`/within` 20 km, geogate vs the seed FastAPI service"
         printf "| %s, concurrency '"$conc"' | %s req/s (%s), p99 %s ms | seed (uvicorn, 1 worker): %s (%s), p99 %s ms | %sx | at least %dx, lower p99 | %s |\n", label[v["case"]], v["geogate_rps"], v["geogate_range"], v["geogate_p99"], v["seed_rps"], v["seed_range"], v["seed_p99"], v["ratio"], goal, (v["ratio"] >= goal && v["geogate_p99"] < v["seed_p99"]) ? "yes" : "no"
+        if (v["floor_rps"] != "" && v["floor_rps"] != "-")
+          printf "| the same, the floor of the seed'"'"'s design: plain Go, net/http and pgx, one limiter script, then the same statement | %s req/s | seed: %s | %s | none: what any service of that design can reach here; geogate is %.0f%% of it | |\n", v["floor_rps"], v["seed_rps"], v["floor_ratio"], 100 * v["geogate_rps"] / v["floor_rps"]
       }' $r/seed.txt
   fi
   if [ -s $r/import.txt ]; then
