@@ -8,7 +8,7 @@ import (
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/outbox"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // Events returns up to limit events of owner's subscription sub numbered
@@ -22,7 +22,7 @@ func (s *Service) Events(ctx context.Context, owner, sub string, after int64, li
 	}
 	var evs []outbox.Event
 	var through int64
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error
 		evs, through, err = outbox.After(ctx, conn, sub, after, limit)
 		return err
@@ -55,7 +55,7 @@ type Device struct {
 // after on, so a page costs the same wherever it begins.
 func (s *Service) Devices(ctx context.Context, owner, after string, limit int) (ds []Device, next string, err error) {
 	ds = []Device{}
-	err = s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT device, lng, lat, time, accuracy FROM event_devices
 WHERE owner = $1 AND device > $2 AND time IS NOT NULL ORDER BY device LIMIT $3`, owner, after, limit)
 		if err != nil {

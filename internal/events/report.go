@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
@@ -49,7 +48,7 @@ func (s *Service) Report(ctx context.Context, owner string, ps []Position) (Repo
 	var r Report
 	var err error
 	for try := 0; try < 3; try++ {
-		err = s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		err = s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 			var err error
 			if r, err = s.report(ctx, conn, owner, ps); err != nil {
 				rollback(ctx, conn)
@@ -86,7 +85,7 @@ type querier interface {
 // rollback ends the transaction of a report that failed: a statement's
 // error left it aborted. A report cut short by ctx has lost its
 // connection already, and the pool drops it.
-func rollback(ctx context.Context, conn *pgxpool.Conn) {
+func rollback(ctx context.Context, conn pg.Conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // the pool drops a connection left in a transaction

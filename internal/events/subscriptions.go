@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/outbox"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // Subscription is what an identity watches and where its events go.
@@ -80,7 +80,7 @@ func (s *Service) CreateSubscription(ctx context.Context, owner string, sub Subs
 	}
 	secret := newSecret()
 	var out Subscription
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error
 		out, err = scanSubscription(conn.QueryRow(ctx, `
 INSERT INTO event_subscriptions (owner, layer, filter, devices, kinds, dwell_ms, webhook, secret)
@@ -95,7 +95,7 @@ RETURNING `+subscriptionColumns, owner, sub.Layer, sub.Filter, sub.Devices, kind
 // Subscriptions lists owner's subscriptions, oldest first.
 func (s *Service) Subscriptions(ctx context.Context, owner string) ([]Subscription, error) {
 	out := []Subscription{}
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT `+subscriptionColumns+` FROM event_subscriptions WHERE owner = $1 ORDER BY created_at, id`, owner)
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *Service) Subscription(ctx context.Context, owner, id string) (Subscript
 		return Subscription{}, errNoSubscription
 	}
 	var out Subscription
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error
 		out, err = scanSubscription(conn.QueryRow(ctx, `SELECT `+subscriptionColumns+` FROM event_subscriptions WHERE owner = $1 AND id = $2::uuid`, owner, id))
 		return err
@@ -141,7 +141,7 @@ func (s *Service) UpdateSubscription(ctx context.Context, owner, id string, sub 
 		return Subscription{}, err
 	}
 	var out Subscription
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var old string
 			if err := tx.QueryRow(ctx, `SELECT layer FROM event_subscriptions WHERE owner = $1 AND id = $2::uuid FOR UPDATE`, owner, id).Scan(&old); err != nil {
@@ -180,7 +180,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, owner, id string) erro
 		return errNoSubscription
 	}
 	var n int64
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		tag, err := conn.Exec(ctx, `DELETE FROM event_subscriptions WHERE owner = $1 AND id = $2::uuid`, owner, id)
 		n = tag.RowsAffected()
 		return err
@@ -200,7 +200,7 @@ func (s *Service) RotateSecret(ctx context.Context, owner, id string, grace time
 	}
 	secret := newSecret()
 	var out Subscription
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error
 		out, err = scanSubscription(conn.QueryRow(ctx, `
 UPDATE event_subscriptions SET previous_secret = secret, previous_until = now() + $4 * interval '1 millisecond',

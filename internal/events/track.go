@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // TrackPosition is one recorded position of a device, as GET /positions
@@ -94,7 +94,7 @@ func (s *Service) Track(ctx context.Context, owner string, q TrackQuery) ([]Trac
 		after, afterID = bound(&q.After.Time, 0), q.After.id
 	}
 	out := []TrackPosition{}
-	err := s.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		// The device's existence goes with the page, in one round trip:
 		// a follower at the end of a track asks for empty pages often.
 		b := &pgx.Batch{}

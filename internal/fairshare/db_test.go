@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/fairshare"
 	"github.com/geogate/geogate/internal/pg"
@@ -60,7 +58,7 @@ func (o *outcomes) quantile(q float64) time.Duration {
 func call(ctx context.Context, run *pg.Runner, stmt string, o *outcomes) bool {
 	start := time.Now()
 	var wait time.Duration
-	err := run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		wait = time.Since(start)
 		_, err := conn.Exec(ctx, stmt)
 		return err

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // Feature is one feature as GeoJSON parts: its id, properties and
@@ -142,7 +142,7 @@ func (s *Service) readItems(ctx context.Context, id string, v url.Values, begin 
 	var p Page
 	var last position
 	var more bool
-	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.run.Read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		b := &pgx.Batch{}
 		if version != nil {
 			b.Queue(vsql, table)
@@ -211,7 +211,7 @@ func (s *Service) dataVersion(ctx context.Context, id string) (int64, error) {
 		return 0, errUnversioned
 	}
 	var version int64
-	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.run.Read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		return conn.QueryRow(ctx, vsql, table).Scan(&version)
 	})
 	return version, err
@@ -368,7 +368,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 		return Feature{}, CRS{}, errNoFeature
 	}
 	var f *Feature
-	err = s.run.Read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.run.Read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		sql, args := l.pageSQL(q, s.s.Own, 0)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {

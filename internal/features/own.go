@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // sampleRows is how many rows of a layer of geogate's own shape are read
@@ -17,7 +17,7 @@ const sampleRows = 1000
 func (s *Service) sample(ctx context.Context, l *layerSQL) error {
 	var names []string
 	types := map[string]string{}
-	err := s.run.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT e.key, jsonb_typeof(e.value)
 FROM (SELECT properties FROM `+l.l.Qualified()+` WHERE properties IS NOT NULL LIMIT `+strconv.Itoa(sampleRows)+`) s,
      jsonb_each(s.properties) e

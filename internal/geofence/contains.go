@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Point is a lng/lat pair in EPSG:4326.
@@ -62,7 +62,7 @@ func (s *Service) Contains(ctx context.Context, layer string, p Point, maxBytes 
 		sql = l.containsOne
 	}
 	fs = []Feature{}
-	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, sql, p.Lng, p.Lat)
 		if err != nil {
 			return err
@@ -197,7 +197,7 @@ func (s *Service) ContainsBatch(ctx context.Context, layer string, pts []Point) 
 	if len(pts) == 0 {
 		return out, nil
 	}
-	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, sql, lngs, lats)
 		if err != nil {
 			return err

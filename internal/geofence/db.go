@@ -17,13 +17,13 @@ type db struct{ run pg.Runner }
 
 // do runs fn on a pooled connection, bounded and classified as pg.Runner
 // does.
-func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+func (d *db) do(ctx context.Context, fn func(ctx context.Context, conn pg.Conn) error) error {
 	return d.run.Do(ctx, fn)
 }
 
 // read runs a read-only fn, on a replica when one may serve it (see
 // pg.Runner.Read).
-func (d *db) read(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+func (d *db) read(ctx context.Context, fn func(ctx context.Context, conn pg.Conn) error) error {
 	return d.run.Read(ctx, fn)
 }
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // FenceInput is a checked geofence to store: Props is a JSON object
@@ -138,7 +138,7 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 	var f Feature
 	var reason string
 	var id *int64
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var name *string
 		err := conn.QueryRow(ctx, sql, args...).Scan(&reason, &id, &name, &f.Props, &f.Geometry)
 		if name != nil {
@@ -169,7 +169,7 @@ func (s *Service) writeFence(ctx context.Context, sql string, args ...any) (Feat
 // scope is found, and its geometry is cut to the scope.
 func (s *Service) GetFence(ctx context.Context, id int64, scope []byte) (Feature, error) {
 	var f Feature
-	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		return conn.QueryRow(ctx, getFenceSQL, id, scopeArg(scope)).Scan(&f.ID, &f.Name, &f.Props, &f.Geometry)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -183,7 +183,7 @@ func (s *Service) GetFence(ctx context.Context, id int64, scope []byte) (Feature
 // inside it is found.
 func (s *Service) DeleteFence(ctx context.Context, id int64, scope []byte) error {
 	var n int64
-	err := s.db.do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		tag, err := conn.Exec(ctx, deleteFenceSQL, id, scopeArg(scope))
 		n = tag.RowsAffected()
 		return err
@@ -227,7 +227,7 @@ func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool,
 	}
 	fs := make([]Feature, 0, min(q.Limit, 128))
 	more := false
-	err := s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, listFencesSQL, args...)
 		if err != nil {
 			return err

@@ -8,9 +8,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // WithinQuery asks for the features of Layer within Radius metres of
@@ -114,7 +113,7 @@ func (s *Service) WithinRows(ctx context.Context, q WithinQuery, out func(Featur
 		return nil, err
 	}
 	var next *Position
-	err = s.db.read(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err = s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
 		next = nil
 		rows, err := conn.Query(ctx, l.within, withinArgs(q)...)
 		if err != nil {

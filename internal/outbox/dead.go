@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/pg"
 )
@@ -54,7 +52,7 @@ func (d *DeadLetters) List(ctx context.Context, q DeadQuery) ([]DeadLetter, bool
 		q.Limit = DefaultDeadLimit
 	}
 	out := []DeadLetter{}
-	err := d.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := d.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT `+eventColumns+`, e.attempts, coalesce(e.last_error, ''), e.dead_at
 FROM events e
 WHERE e.state = 'dead' AND ($1 = '' OR e.subscription = nullif($1, '')::uuid) AND e.seq > $2
@@ -107,7 +105,7 @@ func (d *DeadLetters) one(ctx context.Context, id, sql string) error {
 		return errNoDeadLetter
 	}
 	var n int64
-	err := d.db.Do(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := d.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		return conn.QueryRow(ctx, sql, id).Scan(&n)
 	})
 	if err == nil && n == 0 {

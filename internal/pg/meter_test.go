@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/geogate/geogate/internal/pg"
 )
 
-func sleepFor(d time.Duration) func(ctx context.Context, conn *pgxpool.Conn) error {
-	return func(ctx context.Context, conn *pgxpool.Conn) error {
+func sleepFor(d time.Duration) func(ctx context.Context, conn pg.Conn) error {
+	return func(ctx context.Context, conn pg.Conn) error {
 		_, err := conn.Exec(ctx, "SELECT pg_sleep($1)", d.Seconds())
 		return err
 	}

@@ -68,7 +68,7 @@ var ErrLayerChanged = apperr.New(apperr.NotFound, "This layer was removed or cha
 // ends first (the client went away) or the deadline passes, the pool's
 // connections cancel the running statement inside PostgreSQL (see Open).
 // The time the connection was held is added to the Meter of ctx.
-func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn Conn) error) error {
 	qctx, cancel := context.WithTimeout(ctx, r.Timeouts.QueryTimeout)
 	defer cancel()
 	leave, err := Enter(qctx, r.Queue)
@@ -84,7 +84,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 		return r.classify(ctx, err)
 	}
 	defer conn.Release()
-	held, err = Held(qctx, func() error { return fn(qctx, conn) })
+	held, err = Held(qctx, func() error { return fn(qctx, connFor(qctx, conn)) })
 	if err != nil {
 		return r.classify(ctx, err)
 	}
@@ -97,7 +97,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn *pgxp
 // not sent), it is marked so and the read runs on the primary instead; a
 // replica lost while it runs the read fails that read, as the primary
 // would.
-func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn Conn) error) error {
 	if r.Replicas == nil {
 		return r.Do(ctx, fn)
 	}
@@ -115,7 +115,7 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn *pg
 			return err
 		}
 		defer conn.Release()
-		d, err := Held(qctx, func() error { return fn(qctx, conn) })
+		d, err := Held(qctx, func() error { return fn(qctx, connFor(qctx, conn)) })
 		held += d
 		return err
 	})

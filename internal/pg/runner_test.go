@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/pg"
@@ -23,8 +22,8 @@ EXCEPTION WHEN query_canceled THEN
 	RAISE EXCEPTION 'bad argument' USING ERRCODE = '22023';
 END $$`
 
-func exec(sql string) func(ctx context.Context, conn *pgxpool.Conn) error {
-	return func(ctx context.Context, conn *pgxpool.Conn) error {
+func exec(sql string) func(ctx context.Context, conn pg.Conn) error {
+	return func(ctx context.Context, conn pg.Conn) error {
 		_, err := conn.Exec(ctx, sql)
 		return err
 	}

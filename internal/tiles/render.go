@@ -178,7 +178,7 @@ func (r *Renderer) renderOn(ctx context.Context, pool *pgxpool.Pool, l *Layer, t
 	return out, held, err
 }
 
-func (r *Renderer) draw(ctx context.Context, conn *pgxpool.Conn, l *Layer, t Tile, scope []byte, out *Rendered) error {
+func (r *Renderer) draw(ctx context.Context, conn pg.Conn, l *Layer, t Tile, scope []byte, out *Rendered) error {
 	sql, args := r.query(l, t, scope)
 	var version *int64
 	if err := conn.QueryRow(ctx, sql, args...).Scan(&version, &out.MVT); err != nil {
