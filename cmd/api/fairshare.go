@@ -42,9 +42,11 @@ func fairCaller(s fairshare.Settings) gin.HandlerFunc {
 }
 
 // meterDB gives the request a meter of the database time its statements
-// take (pg.Runner adds to it), which the gate settles.
+// take (pg.Runner adds to it), which the gate settles, and room for the
+// caller they run as on layers that run as their caller, which the gate
+// fills at admission.
 func meterDB(c *gin.Context) {
 	ctx, _ := pg.WithMeter(c.Request.Context())
-	c.Request = c.Request.WithContext(ctx)
+	c.Request = c.Request.WithContext(pg.WithCallerSlot(ctx))
 	c.Next()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -71,6 +72,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	scopes := fs.String("scopes", "", "comma-separated scopes, or all (required)")
 	tier := fs.String("tier", "", "rate tier")
 	account := fs.String("account", "", "the client the key belongs to: its keys share one fair share of the database")
+	dbRole := fs.String("db-role", "", "the database role the key's requests run as on layers that run as their caller (one of DB_CALLER_ROLES)")
+	claims := fs.String("claims", "", `the key's claims, a JSON object, read by those layers' policies in request.jwt.claims, such as {"tenant":"acme"}`)
 	expires := fs.Duration("expires", 0, "lifetime, such as 720h (default: never expires)")
 	bbox := fs.String("bbox", "", "spatial scope minLng,minLat,maxLng,maxLat")
 	scopeFile := fs.String("scope-geojson", "", "spatial scope: file holding a GeoJSON Polygon or MultiPolygon")
@@ -85,9 +88,18 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if *name == "" || *scopes == "" {
 		return errors.New("keys create: --name and --scopes are required")
 	}
-	k := auth.Key{ID: *name, Tier: *tier, Account: *account, Notes: *notes}
+	k := auth.Key{ID: *name, Tier: *tier, Account: *account, Notes: *notes, DBRole: *dbRole}
 	if k.Account != "" && !auth.ValidAccount(k.Account) {
 		return errors.New("keys create: --account is 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
+	}
+	if k.DBRole != "" && !auth.ValidRole(k.DBRole) {
+		return errors.New("keys create: --db-role is a lower-case role name: letters, digits and _")
+	}
+	if *claims != "" {
+		if err := auth.CheckKeyClaims(json.RawMessage(*claims)); err != nil {
+			return fmt.Errorf("keys create: --claims: %w", err)
+		}
+		k.DBClaims = json.RawMessage(*claims)
 	}
 	var err error
 	if k.Scopes, err = parseScopes(*scopes); err != nil {

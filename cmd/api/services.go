@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -114,6 +115,9 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	}), s.limiter)
 	if s.catalog, err = catalog.Open(ctx, bg, cfg.Catalog, log); err != nil {
 		return nil, err
+	}
+	if err := pg.PrepareCallerRoles(ctx, bg, cfg.DB.Schema, cfg.Access.CallerRoles, log); err != nil {
+		return nil, fmt.Errorf("DB_CALLER_ROLES: %w", err)
 	}
 	s.layers = catalog.NewHandler(s.catalog, s.gate)
 	s.quotas = limits.NewQuotas(s.gate, s.access, s.limiter)

@@ -22,11 +22,30 @@ type Rule struct {
 	Policy string
 	// Cost multiplies what a request of the layer costs; 0 is 1.
 	Cost int
+	// AsCaller runs the layer's statements as the caller's database role,
+	// with its claims, so that the table's row-level security decides
+	// which rows each caller gets (see Caller).
+	AsCaller bool
+	// CacheBy says what of the caller the rows of an AsCaller layer
+	// depend on, so that what is cached of them (tiles, counts, extents)
+	// is kept per that: CacheByRole, or CacheByClaim followed by a claim's
+	// name. "" caches nothing of the layer.
+	CacheBy string
 }
+
+// The values of Rule.CacheBy.
+const (
+	CacheByRole  = "role"
+	CacheByClaim = "claim:"
+)
 
 // Settings are the rules per layer id.
 type Settings struct {
 	Layers map[string]Rule
+	// CallerRoles are the database roles a caller may run as
+	// (DB_CALLER_ROLES): a key's db_role or a token's role claim that is
+	// not among them is refused.
+	CallerRoles []string
 }
 
 // Check returns nil when the caller of ctx may read layer, else the 403

@@ -65,6 +65,8 @@ type View struct {
 	Scopes              []string          `json:"scopes"`
 	Tier                *string           `json:"tier"`
 	Account             *string           `json:"account"`
+	DBRole              *string           `json:"db_role"`
+	Claims              json.RawMessage   `json:"claims"`
 	SpatialScope        json.RawMessage   `json:"spatial_scope"`
 	SpatialScopeError   *string           `json:"spatial_scope_error"`
 	Layers              []string          `json:"layers"`
@@ -79,7 +81,7 @@ type View struct {
 func ViewOf(k auth.Key, now time.Time) View {
 	v := View{
 		ID: k.ID, Status: Status(k, now), Notes: k.Notes, Scopes: nonNil(k.Scopes), Tier: nullable(k.Tier),
-		Account: nullable(k.Account), SpatialScope: k.SpatialJSON(), Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
+		Account: nullable(k.Account), DBRole: nullable(k.DBRole), Claims: nullJSON(k.DBClaims), SpatialScope: k.SpatialJSON(), Layers: k.Layers, Overrides: k.Overrides, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, PreviousSecretUntil: k.PreviousSecretUntil,
 	}
 	if k.InvalidSpatial != nil {
@@ -351,7 +353,7 @@ func members(body []byte, optional bool, allowed ...string) (map[string]json.Raw
 
 // The members of each body.
 var (
-	changeMembers = []string{"notes", "scopes", "tier", "account", "spatial_scope", "layers", "expires_at", "overrides"}
+	changeMembers = []string{"notes", "scopes", "tier", "account", "db_role", "claims", "spatial_scope", "layers", "expires_at", "overrides"}
 	createMembers = append([]string{"id"}, changeMembers...)
 )
 
@@ -448,6 +450,21 @@ func readChange(m map[string]json.RawMessage, errs *apperr.ValidationError) Chan
 			ch.Account.V = *a
 		}
 	}
+	if raw, ok := m["db_role"]; ok {
+		var r *string
+		if ch.DBRole.Set = decode(raw, &r, errs, "db_role"); r != nil {
+			if *r == "" {
+				errs.Add("A database role, or null for none.", "string_too_short", "body", "db_role")
+			}
+			ch.DBRole.V = *r
+		}
+	}
+	if raw, ok := m["claims"]; ok {
+		ch.DBClaims.Set = true
+		if string(raw) != "null" {
+			ch.DBClaims.V = raw
+		}
+	}
 	if raw, ok := m["spatial_scope"]; ok {
 		sp, err := spatial.Parse(raw)
 		if err != nil {
@@ -489,4 +506,12 @@ func decode(raw json.RawMessage, v any, errs *apperr.ValidationError, name strin
 		return false
 	}
 	return true
+}
+
+// nullJSON is raw, or JSON null for none.
+func nullJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
 }

@@ -66,7 +66,7 @@ func TestHandlerWalk(t *testing.T) {
 		t.Errorf("created: secret %q, Location %q; want a gg_acme_ secret at /admin/keys/acme", secret, created.header.Get("Location"))
 	}
 	want := map[string]any{
-		"id": "acme", "status": "active", "notes": "n", "scopes": []any{"tiles:read"}, "tier": "gold", "account": "acme-corp",
+		"id": "acme", "status": "active", "notes": "n", "scopes": []any{"tiles:read"}, "tier": "gold", "account": "acme-corp", "db_role": nil, "claims": nil,
 		"spatial_scope": []any{13.0, 52.0, 14.0, 53.0}, "spatial_scope_error": nil, "layers": []any{"roads"}, "overrides": map[string]any{"geofence": "10/1s"},
 		"expires_at": "2999-01-01T00:00:00Z", "revoked_at": nil, "previous_secret_until": nil,
 	}

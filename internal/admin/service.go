@@ -114,6 +114,8 @@ type Change struct {
 	Scopes    Opt[[]string]
 	Tier      Opt[string] // "" is no tier
 	Account   Opt[string] // "" is no account
+	DBRole    Opt[string] // "" is no role
+	DBClaims  Opt[json.RawMessage]
 	Spatial   Opt[*spatial.Scope]
 	ExpiresAt Opt[*time.Time]
 	Layers    Opt[[]string]
@@ -259,7 +261,7 @@ func (s *Service) validateNew(k auth.Key) error {
 		errs.Add(apperr.MessageOf(auth.ErrBadKeyID), "string_pattern_mismatch", "body", "id")
 	}
 	s.validate(errs, Change{
-		Notes: Some(k.Notes), Scopes: Some(k.Scopes), Tier: Some(k.Tier), Account: Some(k.Account), ExpiresAt: Some(k.ExpiresAt),
+		Notes: Some(k.Notes), Scopes: Some(k.Scopes), Tier: Some(k.Tier), Account: Some(k.Account), DBRole: Some(k.DBRole), DBClaims: Some(k.DBClaims), ExpiresAt: Some(k.ExpiresAt),
 		Layers: Some(k.Layers), Overrides: Some(k.Overrides),
 	})
 	return errs.Err()
@@ -299,6 +301,14 @@ func (s *Service) validate(errs *apperr.ValidationError, ch Change) {
 	}
 	if ch.Account.Set && ch.Account.V != "" && !auth.ValidAccount(ch.Account.V) {
 		errs.Add("An account is 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit.", "string_pattern_mismatch", "body", "account")
+	}
+	if ch.DBRole.Set && ch.DBRole.V != "" && !auth.ValidRole(ch.DBRole.V) {
+		errs.Add("A database role is 1 to 63 lower-case letters, digits and _, starting with a letter or _.", "string_pattern_mismatch", "body", "db_role")
+	}
+	if ch.DBClaims.Set && ch.DBClaims.V != nil {
+		if err := auth.CheckKeyClaims(ch.DBClaims.V); err != nil {
+			errs.Add("The key's claims: "+err.Error()+", or null for none.", "value_error", "body", "claims")
+		}
 	}
 	if ch.ExpiresAt.Set && ch.ExpiresAt.V != nil && !ch.ExpiresAt.V.After(s.now()) {
 		errs.Add("Must be in the future; revoke a key to stop it now.", "value_error", "body", "expires_at")
@@ -377,6 +387,12 @@ func apply(k auth.Key, ch Change) auth.Key {
 	if ch.Account.Set {
 		k.Account = ch.Account.V
 	}
+	if ch.DBRole.Set {
+		k.DBRole = ch.DBRole.V
+	}
+	if ch.DBClaims.Set {
+		k.DBClaims = ch.DBClaims.V
+	}
 	if ch.Spatial.Set {
 		k.Spatial, k.InvalidSpatial = ch.Spatial.V, nil
 	}
@@ -400,6 +416,8 @@ func keyFields(k auth.Key) map[string]any {
 		"scopes":        k.Scopes,
 		"tier":          nullable(k.Tier),
 		"account":       nullable(k.Account),
+		"db_role":       nullable(k.DBRole),
+		"claims":        k.DBClaims,
 		"spatial_scope": spatialField(k),
 		"expires_at":    k.ExpiresAt,
 		"layers":        k.Layers,

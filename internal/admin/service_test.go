@@ -105,7 +105,7 @@ func TestServiceRecordsEveryChange(t *testing.T) {
 		{"key", "ops", ActionRevoke, "192.0.2.7", []string{"revoked_at"}},
 		{"key", "ops", ActionRotate, "192.0.2.7", []string{"grace", "previous_secret_until"}},
 		{"cli", "alice", ActionUpdate, "", []string{"notes", "scopes", "spatial_scope", "tier"}},
-		{"key", "ops", ActionCreate, "192.0.2.7", []string{"account", "expires_at", "layers", "notes", "overrides", "revoked_at", "scopes", "spatial_scope", "tier"}},
+		{"key", "ops", ActionCreate, "192.0.2.7", []string{"account", "claims", "db_role", "expires_at", "layers", "notes", "overrides", "revoked_at", "scopes", "spatial_scope", "tier"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit trail, newest first (-want +got):\n%s", diff)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/netip"
 	"slices"
 
@@ -67,6 +68,29 @@ type Identity struct {
 	Layers []string
 	// Anonymous is true when the request carried no credentials.
 	Anonymous bool
+	// DBRole is the database role the caller's requests run as on layers
+	// that run as their caller (a key's db_role, a token's role claim),
+	// "" for none.
+	DBRole string
+	// Claims are a token's verified claims, a JSON object; KeyClaims a
+	// key's own (db_claims). ClaimsJSON makes request.jwt.claims of them.
+	Claims    string
+	KeyClaims json.RawMessage
+}
+
+// ClaimsJSON is what the row-level security policies of a layer that
+// runs as its caller read as request.jwt.claims: a token's claims as
+// signed, or a key's own claims with what geogate knows of the key
+// (sub, key, role, tier, account), which they cannot replace; "{}" for
+// an anonymous caller.
+func (id Identity) ClaimsJSON() string {
+	switch {
+	case id.Kind == KindKey:
+		return keyClaims(Key{ID: id.ID, DBRole: id.DBRole, Tier: id.Tier, Account: id.Account, DBClaims: id.KeyClaims})
+	case id.Claims != "":
+		return id.Claims
+	}
+	return "{}"
 }
 
 // Has reports whether the identity holds scope.

@@ -43,6 +43,10 @@ type TokenOptions struct {
 	// Algorithms is the allow-list; empty means every algorithm a
 	// configured key can verify.
 	Algorithms []string
+	// RoleClaim names the claim that gives the database role a token's
+	// requests run as on layers that run as their caller; "" is
+	// DefaultRoleClaim.
+	RoleClaim string
 	// Now replaces the clock in tests.
 	Now func() time.Time
 }
@@ -171,7 +175,33 @@ func (v *TokenVerifier) Verify(tok string) (Identity, error) {
 	if id.Layers, err = tokenLayers(c.Layers); err != nil {
 		return Identity{}, err
 	}
+	id.Claims = tokenClaims(tok)
+	if id.DBRole, err = v.role(id.Claims); err != nil {
+		return Identity{}, err
+	}
 	return id, nil
+}
+
+// role reads the role claim of a token's claims: absent or null is none,
+// anything but a role name refuses the token.
+func (v *TokenVerifier) role(claims string) (string, error) {
+	name := v.o.RoleClaim
+	if name == "" {
+		name = DefaultRoleClaim
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(claims), &m); err != nil {
+		return "", errTokenClaims
+	}
+	raw, ok := m[name]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var r string
+	if err := json.Unmarshal(raw, &r); err != nil || !ValidRole(r) {
+		return "", errTokenClaims
+	}
+	return r, nil
 }
 
 // errTokenLayers is the cause of every refusal of a layers claim; the
@@ -305,6 +335,9 @@ type MintOptions struct {
 	Issuer   string
 	Audience []string
 	Now      time.Time
+	// Claims are more claims to sign (a role, a tenant); they do not
+	// replace those above.
+	Claims map[string]any
 }
 
 // MintHS256 signs a token for o with secret. It is meant for development
@@ -320,11 +353,17 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	m := jwt.MapClaims{
+	m := jwt.MapClaims{}
+	for k, v := range o.Claims {
+		m[k] = v
+	}
+	for k, v := range (jwt.MapClaims{
 		"sub": o.Subject,
 		"iat": now.Unix(),
 		"nbf": now.Unix(),
 		"exp": now.Add(o.TTL).Unix(),
+	}) {
+		m[k] = v
 	}
 	if len(o.Scopes) > 0 {
 		m["scope"] = strings.Join(o.Scopes, " ")

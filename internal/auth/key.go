@@ -18,7 +18,13 @@ type Key struct {
 	// Account names the client the key belongs to, "" for none: the
 	// keys of one account share one fair share of the database.
 	Account string
-	Spatial *spatial.Scope
+	// DBRole is the database role the key's requests run as on layers
+	// that run as their caller, "" for none; DBClaims is a JSON object
+	// of claims those layers' policies read, nil for none. Both are an
+	// operator's to set.
+	DBRole   string
+	DBClaims json.RawMessage
+	Spatial  *spatial.Scope
 	// InvalidSpatial, when not nil, is the spatial scope stored for the
 	// key that spatial.Parse refuses (Spatial is then nil); see
 	// InvalidScope.

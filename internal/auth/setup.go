@@ -41,6 +41,8 @@ type Settings struct {
 	// Algorithms is the allow-list of JWT algorithms; empty means every
 	// algorithm that a configured key can verify.
 	Algorithms []string
+	// RoleClaim names the token claim of the database role (JWT_ROLE_CLAIM).
+	RoleClaim string
 }
 
 // Deps are what New builds an Authenticator from.
@@ -86,6 +88,7 @@ func New(ctx context.Context, s Settings, d Deps) (*Authenticator, error) {
 		Audiences:   s.Audiences,
 		Leeway:      s.Leeway,
 		Algorithms:  s.Algorithms,
+		RoleClaim:   s.RoleClaim,
 	})
 	if err != nil {
 		return nil, err

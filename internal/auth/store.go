@@ -115,7 +115,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (string, error) {
 
 // keyArgs are the arguments of the statements that write a key that
 // follow its id (and secret): notes, scopes, tier, geo_scope, expires_at,
-// layers, overrides, account.
+// layers, overrides, account, db_role, db_claims.
 func keyArgs(k Key) []any {
 	scopes := k.Scopes
 	if scopes == nil {
@@ -137,7 +137,15 @@ func keyArgs(k Key) []any {
 		account = &k.Account
 	}
 	// A nil k.Layers is NULL, every layer.
-	return []any{k.Notes, scopes, tier, geo, k.ExpiresAt, k.Layers, overrides, account}
+	var role *string
+	if k.DBRole != "" {
+		role = &k.DBRole
+	}
+	var claims []byte
+	if len(k.DBClaims) > 0 {
+		claims = k.DBClaims
+	}
+	return []any{k.Notes, scopes, tier, geo, k.ExpiresAt, k.Layers, overrides, account, role, claims}
 }
 
 // writeError names the unique constraints a write can break.
@@ -153,17 +161,18 @@ func writeError(err error) error {
 }
 
 const insertKeySQL = `
-INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers, overrides, account)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+INSERT INTO api_keys (id, secret_hash, notes, scopes, tier, geo_scope, expires_at, layers, overrides, account, db_role, db_claims)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
 const upsertKeySQL = insertKeySQL + `
 ON CONFLICT (id) DO UPDATE SET
     secret_hash = EXCLUDED.secret_hash, notes = EXCLUDED.notes, scopes = EXCLUDED.scopes,
     tier = EXCLUDED.tier, geo_scope = EXCLUDED.geo_scope, expires_at = EXCLUDED.expires_at,
-    layers = EXCLUDED.layers, overrides = EXCLUDED.overrides, account = EXCLUDED.account, revoked_at = NULL,
+    layers = EXCLUDED.layers, overrides = EXCLUDED.overrides, account = EXCLUDED.account,
+    db_role = EXCLUDED.db_role, db_claims = EXCLUDED.db_claims, revoked_at = NULL,
     previous_secret_hash = NULL, previous_secret_until = NULL`
 
-const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers, overrides, previous_secret_until, account`
+const keyColumns = `id, notes, scopes, tier, geo_scope, created_at, expires_at, revoked_at, layers, overrides, previous_secret_until, account, db_role, db_claims`
 
 // List returns every key, revoked and expired ones included, by id.
 func (s *Store) List(ctx context.Context) ([]Key, error) {
@@ -216,7 +225,7 @@ func (s *Store) Update(ctx context.Context, k Key) error {
 		return err
 	}
 	tag, err := s.db.Exec(ctx, `UPDATE api_keys SET notes = $2, scopes = $3, tier = $4, geo_scope = $5,
-		expires_at = $6, layers = $7, overrides = $8, account = $9 WHERE id = $1`, append([]any{k.ID}, keyArgs(k)...)...)
+		expires_at = $6, layers = $7, overrides = $8, account = $9, db_role = $10, db_claims = $11 WHERE id = $1`, append([]any{k.ID}, keyArgs(k)...)...)
 	if err != nil {
 		return fmt.Errorf("update API key: %w", err)
 	}
@@ -299,12 +308,12 @@ func scanKey(row pgx.CollectableRow) (Key, error) {
 // scanInto reads the keyColumns of row, and then extra, into k.
 func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	var (
-		tier, account *string
-		geo           []byte
-		overrides     []byte
+		tier, account, role *string
+		geo, claims         []byte
+		overrides           []byte
 	)
 	dest := append([]any{&k.ID, &k.Notes, &k.Scopes, &tier, &geo, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Layers,
-		&overrides, &k.PreviousSecretUntil, &account}, extra...)
+		&overrides, &k.PreviousSecretUntil, &account, &role, &claims}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -313,6 +322,12 @@ func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	}
 	if account != nil {
 		k.Account = *account
+	}
+	if role != nil {
+		k.DBRole = *role
+	}
+	if len(claims) > 0 {
+		k.DBClaims = claims
 	}
 	if len(geo) > 0 {
 		sp, err := spatial.Parse(geo)

@@ -14,9 +14,14 @@ import (
 // Layer is one published geometry or geography column of a relation.
 type Layer struct {
 	// ID names the layer in URLs and to GIS clients; see LayerID.
-	ID     string
-	Schema string
-	Table  string
+	ID string
+	// AsCaller says the layer's statements run as the caller's database
+	// role, under the table's row-level security (the layer file's
+	// as_caller): what is shown of it is only what a statement run as
+	// the caller returns, never the table's statistics.
+	AsCaller bool
+	Schema   string
+	Table    string
 	// Kind is "table", "view", "materialized view", "partitioned table"
 	// or "foreign table".
 	Kind string

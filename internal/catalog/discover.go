@@ -37,6 +37,9 @@ type LayerSettings struct {
 	// Properties, when not nil, are the only columns shown as properties,
 	// in this order; names that are not columns are ignored.
 	Properties []string
+	// AsCaller says the layer's statements run as the caller (see
+	// Layer.AsCaller).
+	AsCaller bool
 }
 
 // Matches reports whether a glob pattern names l.
@@ -86,6 +89,12 @@ func Discover(ctx context.Context, db *pgxpool.Pool, s Settings) ([]*Layer, erro
 	for _, l := range ls {
 		if names := s.Layers[l.ID].Properties; names != nil {
 			l.Properties, l.Hidden = shown(l.Properties, names)
+		}
+		if s.Layers[l.ID].AsCaller {
+			// The table's statistics are everyone's rows: a caller who
+			// may see some of them must not learn how many there are, or
+			// where.
+			l.AsCaller, l.Bounds, l.Rows = true, nil, -1
 		}
 	}
 	return ls, nil

@@ -24,6 +24,7 @@ func loadAuth(r *reader, db DB) auth.Settings {
 		Audiences:       r.list("JWT_AUDIENCE", nil),
 		Leeway:          r.duration("JWT_LEEWAY", 30*time.Second),
 		Algorithms:      r.list("JWT_ALGORITHMS", nil),
+		RoleClaim:       r.str("JWT_ROLE_CLAIM", auth.DefaultRoleClaim),
 	}
 	if len(a.AnonymousScopes) == 1 && strings.EqualFold(a.AnonymousScopes[0], "none") {
 		a.AnonymousScopes = nil

@@ -229,7 +229,7 @@ func Load(getenv func(string) string, needs ...Need) (Config, error) {
 	c.Limits = loadLimits(r)
 	layers := loadLayers(r, policyNames(c.RateLimit))
 	c.Catalog = loadCatalog(r, c.DB, layers.catalog)
-	c.Access = access.Settings{Layers: layers.access}
+	c.Access = access.Settings{Layers: layers.access, CallerRoles: loadCallerRoles(r, layers.access)}
 	c.Geofence = loadGeofence(r, c.DB)
 	c.Tiles = loadTiles(r, c.Redis, c.DB, layers.tiles)
 	c.Features = loadFeatures(r, c.DB, c.Tiles.PublicURL)

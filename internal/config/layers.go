@@ -30,6 +30,11 @@ type fileLayer struct {
 	Scopes     []string   `yaml:"scopes"`
 	Limit      *fileLimit `yaml:"limit"`
 	Tiles      *fileTiles `yaml:"tiles"`
+	// AsCaller runs the layer's statements as the caller's database role
+	// (access.Rule.AsCaller); CacheBy is what its cached answers are kept
+	// per.
+	AsCaller bool   `yaml:"as_caller"`
+	CacheBy  string `yaml:"cache_by"`
 }
 
 type fileLimit struct {
@@ -102,7 +107,7 @@ func (s layerSettings) add(id string, fl fileLayer, policies []string) error {
 	if !layerIDPattern.MatchString(id) {
 		errs = append(errs, errors.New("a layer id is letters, digits, _ and - (GET /layers lists them)"))
 	}
-	s.catalog[id] = catalog.LayerSettings{Exclude: fl.Exclude, Properties: fl.Properties}
+	s.catalog[id] = catalog.LayerSettings{Exclude: fl.Exclude, Properties: fl.Properties, AsCaller: fl.AsCaller}
 	rule := access.Rule{Scopes: fl.Scopes}
 	for _, sc := range fl.Scopes {
 		if !scopeName.MatchString(sc) {
@@ -121,6 +126,10 @@ func (s layerSettings) add(id string, fl fileLayer, policies []string) error {
 			}
 		}
 	}
+	rule.AsCaller, rule.CacheBy = fl.AsCaller, fl.CacheBy
+	if err := checkCacheBy(fl); err != nil {
+		errs = append(errs, err)
+	}
 	s.access[id] = rule
 	if fl.Tiles != nil {
 		t, err := fl.Tiles.settings()
@@ -128,6 +137,27 @@ func (s layerSettings) add(id string, fl fileLayer, policies []string) error {
 		s.tiles[id] = t
 	}
 	return errors.Join(errs...)
+}
+
+// claimName is what cache_by may name a claim as.
+var claimName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
+
+// checkCacheBy refuses a cache_by that means nothing: one on a layer that
+// does not run as its caller (its answers are everyone's), or one that is
+// neither role nor claim:<name>.
+func checkCacheBy(fl fileLayer) error {
+	c := fl.CacheBy
+	switch {
+	case c == "":
+		return nil
+	case !fl.AsCaller:
+		return errors.New("cache_by applies to a layer with as_caller: true")
+	case c == access.CacheByRole:
+		return nil
+	case strings.HasPrefix(c, access.CacheByClaim) && claimName.MatchString(strings.TrimPrefix(c, access.CacheByClaim)):
+		return nil
+	}
+	return fmt.Errorf("cache_by %q: want role or claim:<name> (omit it to cache nothing of the layer)", c)
 }
 
 func (ft fileTiles) settings() (tiles.LayerSettings, error) {

@@ -36,6 +36,9 @@ type Settings struct {
 // batch so that they run in its transaction.
 type Fences interface {
 	Polygonal(layer string) bool
+	// AsCaller says the layer's rows depend on who reads them (its
+	// statements run as the caller): events are not drawn from it.
+	AsCaller(layer string) bool
 	QueueInside(b *pgx.Batch, layer string, lngs, lats []float64) (*geofence.Found, bool)
 	QueueCrossing(b *pgx.Batch, layer string, x1, y1, x2, y2 []float64) (*geofence.Found, bool)
 }

@@ -228,7 +228,9 @@ func (s *Service) begin(ctx context.Context, tx querier, owner string, ps []Posi
 			return nil, nil, err
 		}
 	}
-	return lasts, slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil }), nil
+	// A layer made to run as its caller after a subscription to it was
+	// made is no longer watched: its rows are no longer everyone's.
+	return lasts, slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil || s.fences.AsCaller(w.layer) }), nil
 }
 
 // sendBatch sends b and reads its results with read, in order.

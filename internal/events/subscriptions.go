@@ -60,6 +60,11 @@ func (s *Service) check(ctx context.Context, sub Subscription) error {
 	if !s.fences.Polygonal(sub.Layer) {
 		return apperr.InvalidField("The layer is not a published polygon layer: GET /layers lists them.", "value_error", "body", "layer")
 	}
+	if s.fences.AsCaller(sub.Layer) {
+		// Positions are matched by a worker, not as the subscriber: the
+		// layer's row-level security would not hold.
+		return apperr.InvalidField("The layer runs as its caller, under its table's row-level security; geofence events cannot watch such a layer.", "value_error", "body", "layer")
+	}
 	if sub.Filter == "" {
 		return nil
 	}

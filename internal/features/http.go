@@ -260,6 +260,11 @@ func (h *Handler) walk(c *gin.Context, id string, v url.Values) (caller, key str
 		return "", "", false
 	}
 	caller = auth.FromContext(c.Request.Context()).LimitKey()
+	if dc := pg.CallerOf(c.Request.Context()); dc != nil {
+		// A page read as the caller's role and claims is served only
+		// while they are the same: the rows are theirs.
+		caller += "\x00" + dc.Role + "\x00" + dc.Claims
+	}
 	if !v.Has("cursor") {
 		return caller, "", false
 	}

@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"github.com/geogate/geogate/internal/access"
+	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/auth"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/ratelimit"
 )
 
@@ -254,7 +256,40 @@ func (g *Gate) check(ctx context.Context, a Ask) error {
 			}
 		}
 	}
+	return g.runAs(ctx, a)
+}
+
+// runAs makes the request's statements run as its caller when one of its
+// layers runs as its caller (access.Rule.AsCaller), or refuses a caller
+// without an accepted database role. The caller is decided here, once
+// the layers are known, for every statement the request runs after.
+func (g *Gate) runAs(ctx context.Context, a Ask) error {
+	layers := append(slices.Clip(a.Layers), a.Cached...)
+	c, ok, err := g.rules.Caller(ctx, layers...)
+	if !ok || err != nil {
+		return err
+	}
+	if err := pg.SetCaller(ctx, c); err != nil {
+		// A request that cannot run as its caller must not run as the
+		// login role instead.
+		return apperr.Wrap(apperr.Internal, "This request could not be run as its caller.", err)
+	}
 	return nil
+}
+
+// Partition is what the cached answers of layer for the caller of ctx
+// are kept under (access.Settings.Partition): "" for a layer whose
+// answers are everyone's, access.NoCache for answers not to cache. It
+// may be asked before Admit, to look in a cache.
+func (g *Gate) Partition(ctx context.Context, layer string) string {
+	if !g.rules.AsCaller(layer) {
+		return ""
+	}
+	c, _, err := g.rules.Caller(ctx, layer)
+	if err != nil {
+		return access.NoCache // Admit refuses such a caller
+	}
+	return g.rules.Partition(layer, c)
 }
 
 // misdeclared reports a route whose handler names layers, so that their

@@ -135,6 +135,13 @@ func (s *Service) Polygonal(layer string) bool {
 	return err == nil
 }
 
+// AsCaller says whether layer runs its statements as the caller (the
+// layer file's as_caller).
+func (s *Service) AsCaller(layer string) bool {
+	l := s.cat.Layer(layer)
+	return l != nil && l.AsCaller
+}
+
 // QueueInside queues, in b, finding the features of layer holding each
 // point (lngs[i], lats[i]). ok is false for an unknown layer or one
 // without polygons: nothing is queued.

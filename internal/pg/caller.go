@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/geogate/geogate/internal/apperr"
 )
 
 // Conn is what a Runner hands the function it runs: a pooled connection
@@ -99,12 +101,36 @@ type asCaller struct {
 	caller *Caller
 }
 
-// connFor is conn as the caller of ctx, or conn itself.
-func connFor(ctx context.Context, conn Conn) Conn {
+// ConnFor is conn as the caller of ctx (see SetCaller), or conn itself.
+// A Runner hands its functions such a connection; code that acquires
+// its own connections for a request uses it so.
+func ConnFor(ctx context.Context, conn Conn) Conn {
 	if c := CallerOf(ctx); c != nil {
 		return &asCaller{conn: conn, caller: c}
 	}
 	return conn
+}
+
+// ErrCallerRole refuses a request whose caller's role the database would
+// not switch to (the login role is no longer a member of it, or it is
+// gone). It names no role.
+var ErrCallerRole = apperr.New(apperr.Forbidden, "This layer answers only callers with a database role this service accepts; ask the operator for a key or token that has one.")
+
+// callerFailed is what a failure to set the caller means: the role
+// refused is ErrCallerRole, anything else (a lost connection) stays.
+func callerFailed(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "22023") {
+		return apperr.Wrap(apperr.Forbidden, apperr.MessageOf(ErrCallerRole), err)
+	}
+	return err
+}
+
+// refusedCaller reports a statement a caller's role may not run: no
+// privilege on a table, or a row its policies' WITH CHECK refuse.
+func refusedCaller(ctx context.Context, err error) bool {
+	var pe *pgconn.PgError
+	return CallerOf(ctx) != nil && errors.As(err, &pe) && pe.Code == "42501"
 }
 
 func (a *asCaller) batch(sql string, args []any) *pgx.Batch {
@@ -118,7 +144,7 @@ func (a *asCaller) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 	br := a.conn.SendBatch(ctx, a.batch(sql, args))
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return pgconn.CommandTag{}, err
+		return pgconn.CommandTag{}, callerFailed(err)
 	}
 	tag, err := br.Exec()
 	return tag, errors.Join(err, br.Close())
@@ -128,7 +154,7 @@ func (a *asCaller) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	br := a.conn.SendBatch(ctx, a.batch(sql, args))
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return nil, err
+		return nil, callerFailed(err)
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -152,7 +178,7 @@ func (a *asCaller) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	br := a.conn.SendBatch(ctx, nb)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return failedBatch{err}
+		return failedBatch{callerFailed(err)}
 	}
 	return br
 }
@@ -167,7 +193,7 @@ func (a *asCaller) Begin(ctx context.Context) (pgx.Tx, error) {
 	}
 	if _, err := tx.Exec(ctx, callerSQL, a.caller.args()...); err != nil {
 		_ = tx.Rollback(ctx)
-		return nil, err
+		return nil, callerFailed(err)
 	}
 	return tx, nil
 }

@@ -84,7 +84,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, conn Conn)
 		return r.classify(ctx, err)
 	}
 	defer conn.Release()
-	held, err = Held(qctx, func() error { return fn(qctx, connFor(qctx, conn)) })
+	held, err = Held(qctx, func() error { return fn(qctx, ConnFor(qctx, conn)) })
 	if err != nil {
 		return r.classify(ctx, err)
 	}
@@ -115,7 +115,7 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, conn Con
 			return err
 		}
 		defer conn.Release()
-		d, err := Held(qctx, func() error { return fn(qctx, connFor(qctx, conn)) })
+		d, err := Held(qctx, func() error { return fn(qctx, ConnFor(qctx, conn)) })
 		held += d
 		return err
 	})
@@ -172,6 +172,8 @@ func (r *Runner) classify(ctx context.Context, err error) error {
 		return apperr.Wrap(apperr.Timeout, "The query took longer than "+r.Timeouts.QueryTimeout.String()+" and was cancelled.", err)
 	case IsConnectErr(err):
 		return apperr.Wrap(apperr.Unavailable, "The database is unavailable; try again shortly.", err)
+	case refusedCaller(ctx, err):
+		return apperr.Wrap(apperr.Forbidden, "The database's rules for your role refuse this request.", err)
 	case Stale(err):
 		if r.Stale != nil {
 			r.Stale()

@@ -2,13 +2,17 @@ package tiles
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/geogate/geogate/internal/access"
 	"github.com/geogate/geogate/internal/apperr"
 	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
@@ -33,6 +37,14 @@ type part struct {
 	res     result
 	version int64 // the version a render must reach
 	hit     bool
+	// hash is what the part is cached under besides the layer and tile:
+	// the spatial scope's hash and, for a layer that runs as its caller,
+	// the hash of what its rows depend on; private says the part may be
+	// neither cached nor shared with another request.
+	hash    string
+	private bool
+	// callers says the part is what its caller may see, not everyone's.
+	callers bool
 }
 
 // Found is a tile of some layers looked up in the cache: the layers whose
@@ -42,6 +54,12 @@ type Found struct {
 	parts     []part
 	scopeWKB  []byte
 	scopeHash string
+}
+
+// Private says a layer of the tile is drawn as its caller: the tile is
+// that caller's, not everyone's.
+func (f *Found) Private() bool {
+	return slices.ContainsFunc(f.parts, func(p part) bool { return p.callers })
 }
 
 // Hits are the ids of the layers whose tile came from the cache.
@@ -74,8 +92,11 @@ type Answer struct {
 // Find looks tile t of layers ls (each within its zoom range) up in the
 // cache, as the caller whose spatial scope is scope (nil: the world) may
 // see it: a tile outside the scope is refused, one across its edge is
-// cut to it.
-func (s *Service) Find(ctx context.Context, ls []*Layer, t Tile, scope *spatial.Scope) (*Found, error) {
+// cut to it. partition, when not nil, names what a layer's tile for this
+// caller is cached under besides (access.Settings.Partition): "" for a
+// tile that is everyone's, access.NoCache for one to render afresh for
+// this request alone.
+func (s *Service) Find(ctx context.Context, ls []*Layer, t Tile, scope *spatial.Scope, partition func(layer string) string) (*Found, error) {
 	f := &Found{t: t, parts: make([]part, len(ls))}
 	if scope != nil {
 		minLng, minLat, maxLng, maxLat := t.Bounds(float64(s.r.buffer) / float64(s.r.extent))
@@ -90,11 +111,29 @@ func (s *Service) Find(ctx context.Context, ls []*Layer, t Tile, scope *spatial.
 		}
 	}
 	for i, l := range ls {
-		e, version, hit, err := s.cache.get(ctx, l, t, f.scopeHash)
+		p := part{l: l, hash: f.scopeHash}
+		if partition != nil {
+			pt := partition(l.ID)
+			p.callers = pt != ""
+			switch pt {
+			case "":
+			case access.NoCache:
+				p.private = true
+			default:
+				sum := sha256.Sum256([]byte(pt))
+				p.hash += ":c:" + hex.EncodeToString(sum[:12])
+			}
+		}
+		if p.private {
+			f.parts[i] = p
+			continue
+		}
+		e, version, hit, err := s.cache.get(ctx, l, t, p.hash)
 		if err != nil {
 			s.log.Debug("tile cache unavailable", "err", err.Error())
 		}
-		f.parts[i] = part{l: l, res: result{e: e, version: version}, version: version, hit: hit}
+		p.res, p.version, p.hit = result{e: e, version: version}, version, hit
+		f.parts[i] = p
 	}
 	return f, nil
 }
@@ -164,12 +203,12 @@ func (s *Service) renderParts(ctx context.Context, f *Found) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.res, errs[i] = s.render(ctx, p.l, t, f.scopeWKB, f.scopeHash, p.version)
+			p.res, errs[i] = s.renderPart(ctx, p, t, f.scopeWKB)
 		}()
 	}
 	if first >= 0 {
 		p := &parts[first]
-		p.res, errs[first] = s.render(ctx, p.l, t, f.scopeWKB, f.scopeHash, p.version)
+		p.res, errs[first] = s.renderPart(ctx, p, t, f.scopeWKB)
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -198,6 +237,26 @@ func concat(parts []part) ([]byte, error) {
 		out = append(out, raw...)
 	}
 	return out, nil
+}
+
+// renderPart renders p's layer of t: for this request alone when p is
+// private, else once for every request that wants it (render).
+func (s *Service) renderPart(ctx context.Context, p *part, t Tile, scopeWKB []byte) (result, error) {
+	if !p.private {
+		return s.render(ctx, p.l, t, scopeWKB, p.hash, p.version)
+	}
+	s.renders.Add(1)
+	rctx, cancel := context.WithTimeout(ctx, s.s.RenderTimeout)
+	defer cancel()
+	start := time.Now()
+	// On the primary: with no version to hold a replica's render to, a
+	// replica could draw it from before a write that has answered.
+	out, err := s.r.Render(pg.WithMinLSN(rctx, math.MaxUint64), p.l, t, scopeWKB)
+	if err != nil {
+		return result{}, err
+	}
+	s.metrics.rendered(p.l.ID, t.Z, time.Since(start))
+	return result{raw: out.MVT, e: entry{ETag: etag(out.MVT)}, version: out.Version}, nil
 }
 
 // render renders t once however many requests want it at the same

@@ -38,6 +38,7 @@ type Access struct {
 type Gate interface {
 	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
 	Check(ctx context.Context, layer string) error
+	Partition(ctx context.Context, layer string) string
 }
 
 // NewHandler returns the HTTP handlers of svc under the public URL and
@@ -115,7 +116,7 @@ func (h *Handler) Tile(c *gin.Context) {
 func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 	ctx := c.Request.Context()
 	scope := auth.ScopeOf(ctx)
-	found, err := h.svc.Find(ctx, ls, t, scope)
+	found, err := h.svc.Find(ctx, ls, t, scope, func(layer string) string { return h.gate.Partition(ctx, layer) })
 	if err != nil {
 		httpx.Abort(c, err)
 		return
@@ -133,7 +134,7 @@ func (h *Handler) serve(c *gin.Context, ls []*Layer, t Tile) {
 		return
 	}
 	cacheControl := h.s.CacheControl
-	if scope != nil {
+	if scope != nil || found.Private() {
 		// What this caller may see is not what everyone may: shared
 		// HTTP caches must not keep it.
 		cacheControl = private(cacheControl)

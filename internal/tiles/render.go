@@ -174,7 +174,7 @@ func (r *Renderer) renderOn(ctx context.Context, pool *pgxpool.Pool, l *Layer, t
 	}
 	defer conn.Release()
 	var out Rendered
-	held, err := pg.Held(ctx, func() error { return r.draw(ctx, conn, l, t, scope, &out) })
+	held, err := pg.Held(ctx, func() error { return r.draw(ctx, pg.ConnFor(ctx, conn), l, t, scope, &out) })
 	return out, held, err
 }
 
