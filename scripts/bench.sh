@@ -29,9 +29,9 @@ trials=${BENCH_TRIALS:-3}
 dur=${BENCH_DUR:-3s}
 conc=${BENCH_CONC:-32}
 tdur=${BENCH_TILES_DUR:-3s}
-cases=(ratelimit geofence tiles features replicas overload events seed import auth)
+cases=(ratelimit geofence tiles features replicas overload events seed caller import auth)
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas overload events seed import)
+  trials=1; dur=1s; tdur=1s; cases=(ratelimit geofence tiles features replicas overload events seed caller import)
 fi
 if [ -n "${BENCH_CASES:-}" ]; then
   read -r -a cases <<<"$BENCH_CASES"
@@ -74,6 +74,7 @@ for c in "${cases[@]}"; do
     overload)  OVERLOAD_DUR=$dur OVERLOAD_RUNS=$trials run_case overload bench/overload.sh ;;
     events)    EVENTS_DUR=$dur EVENTS_RUNS=$trials run_case events bench/events.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
+    caller)    CALLER_CONC=$conc CALLER_DUR=$dur CALLER_TRIALS=$trials run_case caller bench/caller.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
   esac
@@ -255,6 +256,14 @@ num() { awk -v x="$1" 'BEGIN { printf "%\047.0f", x }'; }
         if (v["floor_rps"] != "" && v["floor_rps"] != "-")
           printf "| the same, the floor of the seed'"'"'s design: plain Go, net/http and pgx, one limiter script, then the same statement | %s req/s | seed: %s | %s | none: what any service of that design can reach here; geogate is %.0f%% of it | |\n", v["floor_rps"], v["seed_rps"], v["floor_ratio"], 100 * v["geogate_rps"] / v["floor_rps"]
       }' $r/seed.txt
+  fi
+  if [ -s $r/caller.txt ]; then
+    awk '
+      /^RESULT caller/ {
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        label["within"] = "`/within` 1 km"; label["items"] = "items pages of 100 in 0.5 degree boxes"
+        printf "| %s on a layer that runs as its caller (row-level security, concurrency '"$conc"') | %s req/s, p99 %s ms | the same layer as the login role: %s req/s, p99 %s ms | %sx | at least 0.9x | %s |\n", label[v["case"]], v["caller_rps"], v["caller_p99"], v["login_rps"], v["login_p99"], v["ratio"], (v["ratio"] >= 0.9 && v["bad"] == 0) ? "yes" : "no"
+      }' $r/caller.txt
   fi
   if [ -s $r/import.txt ]; then
     awk '
