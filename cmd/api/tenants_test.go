@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,6 +46,15 @@ func tenantFixture(t *testing.T, pool *pgxpool.Pool) {
 		`GRANT SELECT ON public.tenant_sites TO gg_tenant, gg_tenant_admin`,
 		`CREATE VIEW public.tenant_sites_view WITH (security_invoker = true) AS SELECT id, tenant, name, geom FROM public.tenant_sites`,
 		`GRANT SELECT ON public.tenant_sites_view TO gg_tenant, gg_tenant_admin`,
+		// Each tenant's zone covers the same part of Berlin.
+		`CREATE TABLE public.tenant_zones (id int PRIMARY KEY, tenant text NOT NULL, name text NOT NULL, geom geometry(Polygon, 4326) NOT NULL)`,
+		`CREATE INDEX ON public.tenant_zones USING gist (geom)`,
+		`INSERT INTO public.tenant_zones VALUES (1, 'a', 'zone-a', ST_MakeEnvelope(13.3, 52.4, 13.5, 52.6, 4326)),
+		   (2, 'b', 'zone-b', ST_MakeEnvelope(13.35, 52.45, 13.45, 52.55, 4326))`,
+		`ALTER TABLE public.tenant_zones ENABLE ROW LEVEL SECURITY`,
+		`CREATE POLICY own_tenant ON public.tenant_zones FOR SELECT TO gg_tenant
+		   USING (tenant = (SELECT current_setting('request.jwt.claims', true)::json->>'tenant'))`,
+		`GRANT SELECT ON public.tenant_zones TO gg_tenant`,
 	} {
 		if _, err := pool.Exec(context.Background(), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -58,6 +68,13 @@ func tenantFixture(t *testing.T, pool *pgxpool.Pool) {
 // HS256 secret its tokens are signed with.
 func tenantService(t *testing.T) (base string, env map[string]string, secret string) {
 	t.Helper()
+	return tenantServiceWith(t, nil)
+}
+
+// tenantServiceWith is tenantService with more settings, made from the
+// database's URL.
+func tenantServiceWith(t *testing.T, more func(dbURL string) map[string]string) (base string, env map[string]string, secret string) {
+	t.Helper()
 	pool, dbURL := testenv.DemoDBWithURL(t)
 	tenantFixture(t, pool)
 	file := filepath.Join(t.TempDir(), "layers.yaml")
@@ -67,6 +84,8 @@ layers:
     as_caller: true
     cache_by: claim:tenant
   tenant_sites_view:
+    as_caller: true
+  tenant_zones:
     as_caller: true
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,6 +97,9 @@ layers:
 		"AUTH_ANONYMOUS_SCOPES": "none",
 		"DB_CALLER_ROLES":       "gg_tenant,gg_tenant_admin",
 		"JWT_HS256_SECRET":      secret,
+	}
+	if more != nil {
+		maps.Copy(env, more(dbURL))
 	}
 	// Exact invalidation, so that tiles are cached by data version and
 	// items pages are read ahead for walks, as on a published table.
@@ -211,6 +233,38 @@ func TestTenantsSeeOnlyTheirRows(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("Contains", func(t *testing.T) {
+		for _, c := range []struct{ cred, want string }{{ka, "zone-a"}, {kb, "zone-b"}, {ta, "zone-a"}, {tb, "zone-b"}} {
+			code, body, _ := callAs(t, base, c.cred, "/geofences/contains?lng=13.41&lat=52.52&layer=tenant_zones")
+			var found struct {
+				Fences []struct {
+					Properties struct{ Name string }
+				}
+			}
+			_ = json.Unmarshal(body, &found)
+			var got []string
+			for _, f := range found.Fences {
+				got = append(got, f.Properties.Name)
+			}
+			if code != 200 || !slices.Equal(got, []string{c.want}) {
+				t.Errorf("contains as the %s tenant: %d %v, want [%s]: %s", c.want, code, got, c.want, body)
+			}
+		}
+	})
+
+	// GDAL's OAPIF driver, a real client, copies each tenant's own rows.
+	t.Run("GDAL", func(t *testing.T) {
+		for _, c := range []struct {
+			key  string
+			want []string
+		}{{ka, a}, {kb, b}} {
+			out := gdal(t, "ogr2ogr", append(append([]string{"-f", "GeoJSON", "/vsistdout/"}, gdalAuth(c.key)...), "OAPIF:"+base, "tenant_sites")...)
+			if got := featureNames(t, []byte(out)); !slices.Equal(got, c.want) {
+				t.Errorf("ogr2ogr copied %v, want %v", got, c.want)
+			}
+		}
+	})
 
 	t.Run("Counts", func(t *testing.T) {
 		for _, c := range callers[:5] {
@@ -390,4 +444,39 @@ func nextLink(t *testing.T, body []byte) string {
 	}
 	t.Fatalf("no next link: %s", body)
 	return ""
+}
+
+// TestTenantsOnAReplica: with reads on a streaming replica, each tenant
+// still gets its own rows, from the replica: the caller's role and claims
+// go with each statement wherever it runs.
+func TestTenantsOnAReplica(t *testing.T) {
+	base, env, _ := tenantServiceWith(t, func(dbURL string) map[string]string {
+		return map[string]string{"DATABASE_REPLICA_URLS": testenv.ReplicaURL(t, dbURL), "DB_REPLICA_MAX_LAG": "60s"}
+	})
+	testenv.WaitFor(t, replicaCatchUp, "the replica healthy", func() bool {
+		st, _, body := call(t, "GET", base+"/readyz", "", "")
+		return st == http.StatusOK && strings.Contains(string(body), `"healthy":true`)
+	})
+	id := "replica-" + testenv.Prefix(t)
+	ka := runCLI(t, env, "keys", "create", "--name", id+"-a", "--scopes", "all", "--db-role", "gg_tenant", "--claims", `{"tenant":"a"}`)
+	kb := runCLI(t, env, "keys", "create", "--name", id+"-b", "--scopes", "all", "--db-role", "gg_tenant", "--claims", `{"tenant":"b"}`)
+	before := replicaReads(t, base)
+	for _, c := range []struct {
+		key  string
+		want []string
+	}{{ka, []string{"a-one", "a-three", "a-two"}}, {kb, []string{"b-one", "b-two"}}} {
+		for _, path := range []string{"/within?layer=tenant_sites&lng=13.41&lat=52.52&radius=5000", "/collections/tenant_sites/items"} {
+			code, body, _ := callAs(t, base, c.key, path)
+			if got := featureNames(t, body); code != 200 || !slices.Equal(got, c.want) {
+				t.Errorf("%s: %d %v, want %v", path, code, got, c.want)
+			}
+		}
+		code, body, _ := callAs(t, base, c.key, "/tiles/tenant_sites/12/2200/1343.mvt")
+		if got := tileNames(t, body, "tenant_sites"); code != 200 || !slices.Equal(got, c.want) {
+			t.Errorf("tile: %d %v, want %v", code, got, c.want)
+		}
+	}
+	if after := replicaReads(t, base); after == before {
+		t.Errorf("replica reads %s before and after: the tenants' reads did not reach the replica", after)
+	}
 }

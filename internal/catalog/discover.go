@@ -95,6 +95,10 @@ func Discover(ctx context.Context, db *pgxpool.Pool, s Settings) ([]*Layer, erro
 			// may see some of them must not learn how many there are, or
 			// where.
 			l.AsCaller, l.Bounds, l.Rows = true, nil, -1
+			// Its subdivided copy, in geogate's schema, holds every
+			// tenant's polygons and is no caller's to read: containment
+			// reads the table through its own index, under its policies.
+			l.Parts = nil
 		}
 	}
 	return ls, nil
