@@ -104,6 +104,9 @@ layers:
 	// Exact invalidation, so that tiles are cached by data version and
 	// items pages are read ahead for walks, as on a published table.
 	runCLI(t, env, "publish", "--invalidate", "tenant_sites")
+	// A subdivided copy, which holds every tenant's zones, must not
+	// answer a caller.
+	runCLI(t, env, "publish", "--contains", "tenant_zones")
 	base, _ = startService(t, env)
 	return base, env, secret
 }
