@@ -72,8 +72,8 @@ type Identity struct {
 	// that run as their caller (a key's db_role, a token's role claim),
 	// "" for none.
 	DBRole string
-	// Claims are a token's verified claims, a JSON object; KeyClaims a
-	// key's own (db_claims). ClaimsJSON makes request.jwt.claims of them.
+	// Claims are a token's verified claims, a JSON object, or a key's
+	// as ClaimsJSON makes them; KeyClaims a key's own (db_claims).
 	Claims    string
 	KeyClaims json.RawMessage
 }
@@ -85,10 +85,10 @@ type Identity struct {
 // an anonymous caller.
 func (id Identity) ClaimsJSON() string {
 	switch {
+	case id.Claims != "":
+		return id.Claims // a token's, or a key's made when it was read
 	case id.Kind == KindKey:
 		return keyClaims(Key{ID: id.ID, DBRole: id.DBRole, Tier: id.Tier, Account: id.Account, DBClaims: id.KeyClaims})
-	case id.Claims != "":
-		return id.Claims
 	}
 	return "{}"
 }

@@ -154,7 +154,7 @@ func (a *Authenticator) authenticateKey(ctx context.Context, secret string) (Ide
 	// Clipped, so that a caller appending to them cannot write into the
 	// cached key.
 	return Identity{Kind: KindKey, ID: k.ID, Scopes: slices.Clip(k.Scopes), Tier: k.Tier, Account: k.Account, Spatial: k.Spatial, Layers: slices.Clip(k.Layers),
-		DBRole: k.DBRole, KeyClaims: k.DBClaims}, nil
+		DBRole: k.DBRole, KeyClaims: k.DBClaims, Claims: k.claims}, nil
 }
 
 // MaxKeyLength bounds the x-api-key header.

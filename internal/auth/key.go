@@ -47,6 +47,9 @@ type Key struct {
 	// viaPrevious says the key was found by the secret a rotation
 	// replaced (ByHash), which works only until PreviousSecretUntil.
 	viaPrevious bool
+	// claims is keyClaims of the key as read, made once per read rather
+	// than per request; "" for a key without a database role.
+	claims string
 }
 
 // Usable reports why k cannot be used at t, or nil.

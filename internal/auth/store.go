@@ -329,6 +329,9 @@ func scanInto(row pgx.CollectableRow, k *Key, extra ...any) error {
 	if len(claims) > 0 {
 		k.DBClaims = claims
 	}
+	if k.DBRole != "" {
+		k.claims = keyClaims(*k)
+	}
 	if len(geo) > 0 {
 		sp, err := spatial.Parse(geo)
 		if err != nil {

@@ -68,6 +68,23 @@ layers:
     tiles: {minzoom: 9, maxzoom: 3, simplify: -1, thin: {cells: 5000}}
 `, nil, nil, []string{"layer bad id!", "a layer id is", `scope "has space"`, `limit policy "nope"`, "limit cost 0", "minzoom is above maxzoom", "simplify", "thin cells"}},
 		{"Missing", "", map[string]string{"LAYERS_CONFIG": "/nonexistent/layers.yaml"}, nil, []string{"LAYERS_CONFIG", "cannot read"}},
+		{"AsCaller", "layers:\n  sites:\n    as_caller: true\n    cache_by: claim:tenant\n  zones:\n    as_caller: true\n",
+			map[string]string{"DB_CALLER_ROLES": "tenant_reader,tenant_admin"}, func(c Config) string {
+				if d := cmp.Diff(access.Rule{AsCaller: true, CacheBy: "claim:tenant"}, c.Access.Layers["sites"]); d != "" {
+					return d
+				}
+				if !c.Catalog.Layers["zones"].AsCaller || c.Access.Layers["zones"].CacheBy != "" {
+					return "zones: want as_caller, no cache_by"
+				}
+				if d := cmp.Diff([]string{"tenant_reader", "tenant_admin"}, c.Access.CallerRoles); d != "" {
+					return d
+				}
+				return ""
+			}, nil},
+		{"AsCallerWithoutRoles", "layers:\n  sites:\n    as_caller: true\n", nil, nil, []string{"DB_CALLER_ROLES", "layer sites runs as its caller"}},
+		{"BadCallerSettings", "layers:\n  a:\n    cache_by: role\n  b:\n    as_caller: true\n    cache_by: tenant\n  c:\n    as_caller: true\n    cache_by: \"claim:\"\n",
+			map[string]string{"DB_CALLER_ROLES": "ok_role,Bad-Role"}, nil,
+			[]string{"layer a: cache_by applies to a layer with as_caller", `layer b: cache_by "tenant"`, `layer c: cache_by "claim:"`, `DB_CALLER_ROLES="Bad-Role"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
