@@ -269,6 +269,24 @@ func TestTenantsSeeOnlyTheirRows(t *testing.T) {
 		}
 	})
 
+	// OWSLib's OGC API Features client, with a key as Basic credentials.
+	t.Run("OWSLib", func(t *testing.T) {
+		for _, c := range []struct {
+			key  string
+			want int
+		}{{"-a", len(a)}, {"-b", len(b)}} {
+			secret := map[string]string{"-a": ka, "-b": kb}[c.key]
+			var got struct {
+				ID       string
+				Features int
+			}
+			pythonClient(t, &got, "owslib_client.py", base, id+c.key, secret, "tenant_sites", "13.3,52.4,13.5,52.6")
+			if got.ID != "tenant_sites" || got.Features != c.want {
+				t.Errorf("OWSLib as key %s read %q with %d features, want %d", id+c.key, got.ID, got.Features, c.want)
+			}
+		}
+	})
+
 	t.Run("Counts", func(t *testing.T) {
 		for _, c := range callers[:5] {
 			_, body, _ := callAs(t, base, c.cred, "/collections/tenant_sites/items?limit=1")
