@@ -53,6 +53,9 @@ type walkParams struct {
 	fence   string // a fence id
 	feature string // a feature id of layer
 	sub     string // a subscription id of the caller
+	// writable is the layer of the routes that write features, and
+	// written its feature they replace, update and delete.
+	writable, written string
 }
 
 // walkOf is the request that exercises route rt with p.
@@ -70,8 +73,17 @@ func walkOf(base string, rt route, p walkParams) walk {
 	} {
 		path = strings.Replace(path, r[0], r[1], 1)
 	}
+	if strings.HasPrefix(rt.path, "/collections/:collectionId/items") && rt.method != "GET" {
+		path = strings.Replace(strings.Replace(rt.path, ":collectionId", p.writable, 1), ":featureId", p.written, 1)
+	}
 	w := walk{name: name, method: rt.method, url: base + path}
 	switch name {
+	case "POST /collections/{collectionId}/items":
+		w.body = `{"type":"Feature","id":2,"geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"name":"walked"}}`
+	case "PUT /collections/{collectionId}/items/{featureId}":
+		w.body = `{"type":"Feature","geometry":{"type":"Point","coordinates":[13.41,52.5]},"properties":{"name":"replaced"}}`
+	case "PATCH /collections/{collectionId}/items/{featureId}":
+		w.body = `{"properties":{"name":"patched"}}`
 	case "GET /within":
 		w.url += "?lng=13.4&lat=52.5&radius=500&layer=" + p.layer
 	case "GET /geofences/contains":
@@ -116,7 +128,13 @@ func TestGateWalksEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "layers.yaml")
-	if err := os.WriteFile(file, []byte("layers:\n  geofences:\n    scopes: [admin]\n"), 0o600); err != nil {
+	// A table to write features to: the fences' scope is asked of its
+	// writes too, so that a caller refused the fences is refused it.
+	if _, err := db.Exec(ctx, `CREATE TABLE public.walk_sites (id int PRIMARY KEY, name text, geom geometry(Point, 4326));
+		INSERT INTO public.walk_sites VALUES (1, 'one', ST_SetSRID(ST_Point(13.4, 52.5), 4326))`); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("layers:\n  geofences:\n    scopes: [admin]\n  walk_sites:\n    write: true\n    scopes: [admin]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const secret = "walk-secret-0123456789abcdef0123456789"
@@ -125,7 +143,7 @@ func TestGateWalksEveryRoute(t *testing.T) {
 		"AUTH_ANONYMOUS_SCOPES": "none",
 		"RATELIMIT_GEOFENCE":    "1000/1s", "RATELIMIT_FEATURES": "1000/1s",
 	}
-	readers := "proximity:read,geofences:read,geofences:write,tiles:read,features:read,positions:write,events:read,events:write"
+	readers := "proximity:read,geofences:read,geofences:write,tiles:read,features:read,features:write,positions:write,events:read,events:write"
 	full := runCLI(t, env, "keys", "create", "--name", "walk-full", "--scopes", "all")
 	limited := runCLI(t, env, "keys", "create", "--name", "walk-limited", "--scopes", "all", "--layers", "places")
 	unscoped := runCLI(t, env, "keys", "create", "--name", "walk-unscoped", "--scopes", readers)
@@ -178,7 +196,8 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 
 	t.Run("Full", func(t *testing.T) {
 		for _, rt := range gated {
-			p := walkParams{layer: "places", polygon: "geofences", fence: kept, feature: strconv.FormatInt(place, 10), sub: subs["key:walk-full"][0]}
+			p := walkParams{layer: "places", polygon: "geofences", fence: kept, feature: strconv.FormatInt(place, 10), sub: subs["key:walk-full"][0],
+				writable: "walk_sites", written: "1"}
 			if rt.method == "DELETE" {
 				p.fence, p.sub = doomed, subs["key:walk-full"][1]
 			}
@@ -217,7 +236,8 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 	for _, who := range refused {
 		t.Run(who.name, func(t *testing.T) {
 			for _, rt := range gated {
-				p := walkParams{layer: "geofences", polygon: "geofences", fence: kept, feature: "1", sub: subs[who.owner][0]}
+				p := walkParams{layer: "geofences", polygon: "geofences", fence: kept, feature: "1", sub: subs[who.owner][0],
+					writable: "walk_sites", written: "1"}
 				if rt.method == "DELETE" {
 					p.sub = subs[who.owner][1]
 				}
@@ -242,7 +262,7 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 				// The refusal says what was refused: a write on the
 				// routes that change the layer, a read on the others.
 				said, doing := "read", "Reading"
-				if rt.scope == auth.ScopeGeofencesWrite {
+				if rt.scope == auth.ScopeGeofencesWrite || rt.scope == auth.ScopeFeaturesWrite {
 					said, doing = "write", "Writing"
 				}
 				if w.method != "HEAD" && !strings.Contains(body, "may not "+said+" layer") && !strings.Contains(body, doing+" layer") {
@@ -252,9 +272,10 @@ VALUES ($1, 'geofences', '{enter}', 'whsec_x') RETURNING id::text`, owner).Scan(
 					continue
 				}
 				// The same answer for a layer that does not exist.
-				u := walkOf(base, rt, walkParams{layer: "no_such_layer", polygon: "no_such_layer", fence: kept, feature: "1", sub: p.sub})
+				u := walkOf(base, rt, walkParams{layer: "no_such_layer", polygon: "no_such_layer", fence: kept, feature: "1", sub: p.sub,
+					writable: "no_such_layer", written: "1"})
 				ucode, ubody := send(u, who.header, who.value)
-				if ucode != 403 || strings.ReplaceAll(ubody, "no_such_layer", "geofences") != body {
+				if ucode != 403 || strings.ReplaceAll(strings.ReplaceAll(ubody, "no_such_layer", "geofences"), "walk_sites", "geofences") != strings.ReplaceAll(body, "walk_sites", "geofences") {
 					t.Errorf("%s of an unknown layer = %d %s, want the same as for a refused one: %d %s", u.name, ucode, ubody, code, body)
 				}
 			}

@@ -31,7 +31,7 @@ const keysUsage = `usage: api keys create --name ID --scopes SCOPES [flags]
        api keys rotate [--grace 24h] ID
        api keys audit [--key ID] [--limit 100]
 
-Scopes: proximity:read, geofences:read, geofences:write, tiles:read, features:read, admin, or all.
+Scopes: proximity:read, geofences:read, geofences:write, tiles:read, features:read, features:write, positions:write, events:read, events:write, admin, or all.
 Run 'api keys create -h' for the flags of create.
 `
 

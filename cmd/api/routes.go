@@ -135,6 +135,12 @@ func routes(s *services) []route {
 		{"GET", "/collections/:collectionId/schema", anyone, spendFeaturesLayer, f.Schema},
 		{"GET", "/collections/:collectionId/items", auth.ScopeFeaturesRead, spendFeaturesLayer, f.Items},
 		{"GET", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesRead, spendFeaturesLayer, f.Item},
+		// OGC API - Features Part 4, on the layers the layer file opens
+		// for writing.
+		{"POST", "/collections/:collectionId/items", auth.ScopeFeaturesWrite, spendFeaturesLayer, f.CreateItem},
+		{"PUT", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesWrite, spendFeaturesLayer, f.ReplaceItem},
+		{"PATCH", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesWrite, spendFeaturesLayer, f.UpdateItem},
+		{"DELETE", "/collections/:collectionId/items/:featureId", auth.ScopeFeaturesWrite, spendFeaturesLayer, f.DeleteItem},
 
 		{"GET", "/tiles", auth.ScopeTilesRead, free, t.List},
 		{"GET", "/tiles/:layer", auth.ScopeTilesRead, free, t.TileJSON}, // {layer}.json

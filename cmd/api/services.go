@@ -157,7 +157,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
 	feat := features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
-		features.Rights{Check: s.gate.Check})
+		features.Rights{Check: s.gate.Check, Committed: committed})
 	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate, Registerer: s.registry})
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.

@@ -44,6 +44,15 @@ func tenantFixture(t *testing.T, pool *pgxpool.Pool) {
 		   USING (tenant = current_setting('request.jwt.claims', true)::json->>'tenant')`,
 		`CREATE POLICY every_tenant ON public.tenant_sites FOR SELECT TO gg_tenant_admin USING (true)`,
 		`GRANT SELECT ON public.tenant_sites TO gg_tenant, gg_tenant_admin`,
+		// Writes: a tenant writes only rows of its own.
+		`CREATE POLICY own_rows_in ON public.tenant_sites FOR INSERT TO gg_tenant
+		   WITH CHECK (tenant = current_setting('request.jwt.claims', true)::json->>'tenant')`,
+		`CREATE POLICY own_rows_changed ON public.tenant_sites FOR UPDATE TO gg_tenant
+		   USING (tenant = current_setting('request.jwt.claims', true)::json->>'tenant')
+		   WITH CHECK (tenant = current_setting('request.jwt.claims', true)::json->>'tenant')`,
+		`CREATE POLICY own_rows_out ON public.tenant_sites FOR DELETE TO gg_tenant
+		   USING (tenant = current_setting('request.jwt.claims', true)::json->>'tenant')`,
+		`GRANT INSERT, UPDATE, DELETE ON public.tenant_sites TO gg_tenant`,
 		`CREATE VIEW public.tenant_sites_view WITH (security_invoker = true) AS SELECT id, tenant, name, geom FROM public.tenant_sites`,
 		`GRANT SELECT ON public.tenant_sites_view TO gg_tenant, gg_tenant_admin`,
 		// Each tenant's zone covers the same part of Berlin.
@@ -83,6 +92,7 @@ layers:
   tenant_sites:
     as_caller: true
     cache_by: claim:tenant
+    write: true
   tenant_sites_view:
     as_caller: true
   tenant_zones:
@@ -125,19 +135,7 @@ func tenantToken(t *testing.T, secret, subject string, claims map[string]any) st
 // key, or "Bearer <token>").
 func callAs(t *testing.T, base, cred, path string) (int, []byte, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+path, nil)
-	if strings.HasPrefix(cred, "Bearer ") {
-		req.Header.Set("Authorization", cred)
-	} else if cred != "" {
-		req.Header.Set("x-api-key", cred)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header
+	return send(t, "GET", base+path, cred, "")
 }
 
 // featureNames are the name properties of a GeoJSON answer's features,

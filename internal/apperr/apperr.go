@@ -40,6 +40,11 @@ const (
 	// Gone is a request for what is no longer kept, such as a cursor
 	// older than the retention; its message says where to go on from.
 	Gone
+	// Changed is a conditional write whose condition no longer holds:
+	// what it was made against has changed since (a stale If-Match).
+	Changed
+	// NotAllowed is a method the resource does not take.
+	NotAllowed
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

@@ -23,6 +23,7 @@ const (
 	ScopeGeofencesWrite = "geofences:write" // creating, changing, deleting geofences
 	ScopeTilesRead      = "tiles:read"      // vector tiles
 	ScopeFeaturesRead   = "features:read"   // OGC API feature pages
+	ScopeFeaturesWrite  = "features:write"  // OGC API Part 4: creating, replacing, updating, deleting features
 	ScopePositionsWrite = "positions:write" // reporting devices' positions
 	ScopeEventsRead     = "events:read"     // one's subscriptions, events and devices
 	ScopeEventsWrite    = "events:write"    // creating, changing, deleting subscriptions
@@ -33,7 +34,7 @@ const (
 )
 
 // AllScopes lists every scope geogate knows, in a stable order.
-var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead,
+var AllScopes = []string{ScopeProximityRead, ScopeGeofencesRead, ScopeGeofencesWrite, ScopeTilesRead, ScopeFeaturesRead, ScopeFeaturesWrite,
 	ScopePositionsWrite, ScopeEventsRead, ScopeEventsWrite, ScopeAdmin}
 
 // ReadScopes are the scopes that only read; anonymous callers get them by

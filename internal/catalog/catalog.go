@@ -20,6 +20,9 @@ type Layer struct {
 	// as_caller): what is shown of it is only what a statement run as
 	// the caller returns, never the table's statistics.
 	AsCaller bool
+	// Writable says the layer file opens the layer for writing (OGC API
+	// Features Part 4) and it can be: a table with a key column.
+	Writable bool
 	Schema   string
 	Table    string
 	// Kind is "table", "view", "materialized view", "partitioned table"

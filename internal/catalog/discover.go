@@ -40,6 +40,8 @@ type LayerSettings struct {
 	// AsCaller says the layer's statements run as the caller (see
 	// Layer.AsCaller).
 	AsCaller bool
+	// Write opens the layer for writing (see Layer.Writable).
+	Write bool
 }
 
 // Matches reports whether a glob pattern names l.
@@ -90,6 +92,9 @@ func Discover(ctx context.Context, db *pgxpool.Pool, s Settings) ([]*Layer, erro
 		if names := s.Layers[l.ID].Properties; names != nil {
 			l.Properties, l.Hidden = shown(l.Properties, names)
 		}
+		// Only a table's rows, named by a key column, can be written to
+		// by id; a view or a keyless table stays read-only.
+		l.Writable = s.Layers[l.ID].Write && !l.Key.FromRow() && (l.Kind == "table" || l.Kind == "partitioned table")
 		if s.Layers[l.ID].AsCaller {
 			// The table's statistics are everyone's rows: a caller who
 			// may see some of them must not learn how many there are, or

@@ -35,6 +35,8 @@ type fileLayer struct {
 	// per.
 	AsCaller bool   `yaml:"as_caller"`
 	CacheBy  string `yaml:"cache_by"`
+	// Write opens the layer for writing through OGC API Features Part 4.
+	Write bool `yaml:"write"`
 }
 
 type fileLimit struct {
@@ -107,7 +109,7 @@ func (s layerSettings) add(id string, fl fileLayer, policies []string) error {
 	if !layerIDPattern.MatchString(id) {
 		errs = append(errs, errors.New("a layer id is letters, digits, _ and - (GET /layers lists them)"))
 	}
-	s.catalog[id] = catalog.LayerSettings{Exclude: fl.Exclude, Properties: fl.Properties, AsCaller: fl.AsCaller}
+	s.catalog[id] = catalog.LayerSettings{Exclude: fl.Exclude, Properties: fl.Properties, AsCaller: fl.AsCaller, Write: fl.Write}
 	rule := access.Rule{Scopes: fl.Scopes}
 	for _, sc := range fl.Scopes {
 		if !scopeName.MatchString(sc) {

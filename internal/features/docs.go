@@ -30,6 +30,9 @@ var conformance = []string{
 	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
 	"http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs",
 	"http://www.opengis.net/spec/ogcapi-features-5/1.0/conf/schemas",
+	// Part 4: writes to the collections the layer file opens for them.
+	"http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete",
+	"http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update",
 }
 
 // conformsTo lists every conformance class /conformance names: this

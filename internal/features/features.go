@@ -83,6 +83,8 @@ type Service struct {
 	// check and scope say what the caller of a request may see.
 	check func(ctx context.Context, layer string) error
 	scope func(ctx context.Context) *spatial.Scope
+	// committed runs after each write (Rights.Committed).
+	committed func(ctx context.Context)
 }
 
 // Rights say what the caller of a request may read, as its context
@@ -95,6 +97,11 @@ type Rights struct {
 	// the layers the caller's own key or token is limited to, as a gate
 	// without rules does.
 	Check func(ctx context.Context, layer string) error
+	// Committed, when set, runs after a write has committed and before
+	// it is answered: it publishes the layer's new data version, so
+	// that no cached tile or page older than the write is served, and
+	// the writer's read floor.
+	Committed func(ctx context.Context)
 }
 
 // New returns the Service over cat's layers.
@@ -120,7 +127,10 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, r Rights) *Service {
 	if pool.Stale == nil {
 		pool.Stale = cat.RefreshSoon
 	}
-	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check}
+	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check, committed: r.Committed}
+	if svc.committed == nil {
+		svc.committed = func(context.Context) {}
+	}
 	cat.OnChange(func([]*catalog.Layer) { svc.sql.Clear() })
 	return svc
 }

@@ -44,6 +44,9 @@ type Access struct {
 // Gate is what the Handler asks of the service's gate (gate.Gate).
 type Gate interface {
 	Admit(ctx context.Context, a gate.Ask) (gate.Pass, error)
+	// CheckWrite returns the 403 for a layer the caller may not write,
+	// the same whether it exists or not.
+	CheckWrite(ctx context.Context, layer string) error
 }
 
 // NewHandler returns the HTTP handlers of svc under the public URL of s.
@@ -68,7 +71,16 @@ func (h *Handler) enter(c *gin.Context, cost int, layers ...string) (gate.Pass, 
 // and teach it nothing. ok false means it has answered.
 func (h *Handler) admit(c *gin.Context, a gate.Ask) (gate.Pass, bool) {
 	for _, l := range a.Layers {
-		if err := h.svc.known(c.Request.Context(), l); err != nil {
+		var err error
+		if a.Write {
+			// A refused write says it was a write, before the layer is
+			// looked up, as a refused read does.
+			err = h.gate.CheckWrite(c.Request.Context(), l)
+		}
+		if err == nil {
+			err = h.svc.known(c.Request.Context(), l)
+		}
+		if err != nil {
 			httpx.Abort(c, err)
 			return nil, false
 		}
@@ -474,8 +486,10 @@ func (h *Handler) Item(c *gin.Context) {
 		{Href: base + "/collections/" + id, Rel: "collection", Type: typeJSON},
 	})
 	body = append(append(append(body[:len(body)-1], `,"links":`...), links...), '}')
+	// The row's version, then the representation's: a write's If-Match
+	// is held to the first part, a cache's If-None-Match to both.
 	sum := sha256.Sum256(append([]byte(crs.URI+"\x00"), body...))
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	etag := `"` + string(f.Version) + "-" + hex.EncodeToString(sum[:6]) + `"`
 	c.Header("ETag", etag)
 	setContentCRS(c, crs)
 	if inm := c.GetHeader("If-None-Match"); inm != "" && (inm == etag || inm == "*" || strings.Contains(inm, etag)) {
@@ -519,4 +533,84 @@ func (h *Handler) pageCost(v url.Values) int {
 		return 1 // the handler refuses it
 	}
 	return gate.PageEstimate(n)
+}
+
+// CreateItem serves POST /collections/{collectionId}/items (OGC API
+// Features Part 4): 201 with the new feature's Location and ETag.
+func (h *Handler) CreateItem(c *gin.Context) {
+	id := c.Param("collectionId")
+	pass, body, err, ok := h.admitWrite(c, id)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	if err == nil {
+		var w written
+		if w, err = h.svc.create(c.Request.Context(), id, body); err == nil {
+			h.svc.committed(c.Request.Context())
+			httpx.SetHeader(c, pass.Header())
+			c.Header("Location", h.base(c)+"/collections/"+id+"/items/"+url.PathEscape(w.ID))
+			c.Header("ETag", etagOf(w.Version))
+			c.Status(http.StatusCreated)
+			return
+		}
+	}
+	httpx.Abort(c, err)
+}
+
+// admitWrite admits a write of a feature of layer id and reads its body
+// (err says why it cannot be read); ok false means it has answered.
+func (h *Handler) admitWrite(c *gin.Context, id string) (pass gate.Pass, body []byte, err error, ok bool) {
+	if pass, ok = h.admit(c, gate.Ask{Layers: []string{id}, Write: true}); !ok {
+		return nil, nil, nil, false
+	}
+	body, err = readBody(c.Request.Body)
+	return pass, body, err, true
+}
+
+// ReplaceItem serves PUT /collections/{collectionId}/items/{featureId}.
+func (h *Handler) ReplaceItem(c *gin.Context) { h.writeItem(c, false) }
+
+// UpdateItem serves PATCH /collections/{collectionId}/items/{featureId}
+// with a JSON merge patch of the feature.
+func (h *Handler) UpdateItem(c *gin.Context) { h.writeItem(c, true) }
+
+// writeItem replaces or patches a feature: 204 with its new ETag, 412
+// when If-Match names another version than the feature's.
+func (h *Handler) writeItem(c *gin.Context, patch bool) {
+	id, fid := c.Param("collectionId"), c.Param("featureId")
+	pass, body, err, ok := h.admitWrite(c, id)
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	if err == nil {
+		var w written
+		if w, err = h.svc.replace(c.Request.Context(), id, fid, body, patch, parseIfMatch(c.GetHeader("If-Match"))); err == nil {
+			h.svc.committed(c.Request.Context())
+			httpx.SetHeader(c, pass.Header())
+			c.Header("ETag", etagOf(w.Version))
+			c.Status(http.StatusNoContent)
+			return
+		}
+	}
+	httpx.Abort(c, err)
+}
+
+// DeleteItem serves DELETE /collections/{collectionId}/items/{featureId}:
+// 204, or 412 when If-Match names another version than the feature's.
+func (h *Handler) DeleteItem(c *gin.Context) {
+	id, fid := c.Param("collectionId"), c.Param("featureId")
+	pass, ok := h.admit(c, gate.Ask{Layers: []string{id}, Write: true})
+	if !ok {
+		return
+	}
+	defer pass.Done()
+	if err := h.svc.remove(c.Request.Context(), id, fid, parseIfMatch(c.GetHeader("If-Match"))); err != nil {
+		httpx.Abort(c, err)
+		return
+	}
+	h.svc.committed(c.Request.Context())
+	httpx.SetHeader(c, pass.Header())
+	c.Status(http.StatusNoContent)
 }

@@ -22,6 +22,9 @@ import (
 // geometry are JSON already.
 type Feature struct {
 	ID, Properties, Geometry []byte
+	// Version is md5 of the feature's row, when the query asked for it
+	// (query.version): what its ETag and If-Match name.
+	Version []byte
 }
 
 // Page is what is known of a page of items once its features are
@@ -253,7 +256,11 @@ func writePage(rows pgx.Rows, l *layerSQL, q *query, out pageOut) (n int, last p
 		if jsonb[1] && len(props) > 0 {
 			props = props[1:] // the binary jsonb's version byte
 		}
-		full, err := out(Feature{ID: l.keyJSON(string(raw[0])), Properties: props, Geometry: raw[2]})
+		f := Feature{ID: l.keyJSON(string(raw[0])), Properties: props, Geometry: raw[2]}
+		if q.version {
+			f.Version = raw[3+len(q.sort)]
+		}
+		full, err := out(f)
 		if err != nil {
 			return n, last, false, err
 		}
@@ -355,7 +362,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 	if err := checkFormat(v); err != nil {
 		return Feature{}, CRS{}, err
 	}
-	q := &query{scope: auth.ScopeOf(ctx), limit: 1, id: &featureID}
+	q := &query{scope: auth.ScopeOf(ctx), limit: 1, id: &featureID, version: true}
 	if q.crs, err = optionalCRS(v, "crs", l.l.SRID); err != nil {
 		return Feature{}, CRS{}, err
 	}
@@ -377,7 +384,7 @@ func (s *Service) item(ctx context.Context, id, featureID string, v url.Values) 
 		_, _, _, err = writePage(rows, l, q, func(one Feature) (bool, error) {
 			// The row's bytes are the driver's until the next row: keep
 			// a copy.
-			f = &Feature{ID: one.ID, Properties: bytes.Clone(one.Properties), Geometry: bytes.Clone(one.Geometry)}
+			f = &Feature{ID: one.ID, Properties: bytes.Clone(one.Properties), Geometry: bytes.Clone(one.Geometry), Version: bytes.Clone(one.Version)}
 			return true, nil
 		})
 		return err

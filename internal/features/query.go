@@ -13,6 +13,9 @@ import (
 // query is one items request, checked: what to select, how to order it
 // and where to resume.
 type query struct {
+	// version asks for each row's version (md5 of its text) after the
+	// sort values.
+	version  bool
 	bbox     *bbox
 	datetime *interval
 	filter   *filter
@@ -198,6 +201,9 @@ func (s *layerSQL) pageSQL(q *query, own string, budget int) (string, []any) {
 	cols := []string{s.key + "::text", props, s.geoJSON(b, q, own)}
 	for _, k := range q.sort {
 		cols = append(cols, k.q.SQL+"::text")
+	}
+	if q.version {
+		cols = append(cols, "md5(l::text)")
 	}
 	for i := range cols {
 		cols[i] += fmt.Sprintf(" AS c%d", i)

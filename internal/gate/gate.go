@@ -146,6 +146,11 @@ func Open() *Gate { return New(access.Settings{}, nil, nil) }
 // leave out what a caller may not see.
 func (g *Gate) Check(ctx context.Context, layer string) error { return g.rules.Check(ctx, layer) }
 
+// CheckWrite is Check for a request that changes layer.
+func (g *Gate) CheckWrite(ctx context.Context, layer string) error {
+	return g.rules.CheckWrite(ctx, layer)
+}
+
 // Estimates is how many kinds of request the gate keeps an estimate of
 // database time for: bounded, and grown only by requests for layers that
 // exist.

@@ -56,6 +56,8 @@ var kindStatus = map[apperr.Kind]int{
 	apperr.BadRequest:      http.StatusBadRequest,
 	apperr.Failed:          http.StatusInternalServerError,
 	apperr.Gone:            http.StatusGone,
+	apperr.Changed:         http.StatusPreconditionFailed,
+	apperr.NotAllowed:      http.StatusMethodNotAllowed,
 }
 
 // ClientClosed is the status of a request whose client left before its
