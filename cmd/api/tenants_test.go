@@ -64,6 +64,9 @@ func tenantFixture(t *testing.T, pool *pgxpool.Pool) {
 		`CREATE POLICY own_tenant ON public.tenant_zones FOR SELECT TO gg_tenant
 		   USING (tenant = (SELECT current_setting('request.jwt.claims', true)::json->>'tenant'))`,
 		`GRANT SELECT ON public.tenant_zones TO gg_tenant`,
+		`CREATE POLICY own_zones_in ON public.tenant_zones FOR INSERT TO gg_tenant
+		   WITH CHECK (tenant = (SELECT current_setting('request.jwt.claims', true)::json->>'tenant'))`,
+		`GRANT INSERT ON public.tenant_zones TO gg_tenant`,
 	} {
 		if _, err := pool.Exec(context.Background(), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -97,6 +100,7 @@ layers:
     as_caller: true
   tenant_zones:
     as_caller: true
+    write: true
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,8 @@ func TestWritesPart4(t *testing.T) {
 		{"NoGeometry", "POST", items, ka, `{"type":"Feature","properties":{"tenant":"a","name":"n"}}`, 422},
 		{"NotGeoJSON", "POST", items, ka, `{"type":"Feature","geometry":{"type":"Blob","coordinates":[1]},"properties":{"tenant":"a","name":"n"}}`, 422},
 		{"WrongGeometryType", "POST", items, ka, `{"type":"Feature","geometry":{"type":"LineString","coordinates":[[13.4,52.5],[13.5,52.6]]},"properties":{"tenant":"a","name":"n"}}`, 422},
+		{"InvalidPolygon", "POST", base + "/collections/tenant_zones/items", ka, `{"type":"Feature","id":9,"geometry":{"type":"Polygon","coordinates":[[[13,52],[14,53],[14,52],[13,53],[13,52]]]},"properties":{"tenant":"a","name":"bowtie"}}`, 422},
+		{"ValidPolygon", "POST", base + "/collections/tenant_zones/items", ka, `{"type":"Feature","id":9,"geometry":{"type":"Polygon","coordinates":[[[13,52],[14,52],[14,53],[13,53],[13,52]]]},"properties":{"tenant":"a","name":"square"}}`, 201},
 		{"IDTaken", "POST", items, ka, `{"type":"Feature","id":1,"geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"tenant":"a","name":"n"}}`, 409},
 		{"NotABody", "POST", items, ka, `[1,2]`, 422},
 		{"NoKeyNoDefault", "POST", items, ka, `{"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"tenant":"a","name":"n"}}`, 422},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -45,11 +46,13 @@ type written struct {
 // featureBody is a feature a client sent: its id, properties and
 // geometry, each as sent; Has* says which members the body had.
 type featureBody struct {
-	ID          json.RawMessage
-	Properties  map[string]json.RawMessage
-	Geometry    json.RawMessage
-	HasGeometry bool
-	HasProps    bool
+	ID json.RawMessage
+	// GeometryType is the geometry's GeoJSON type, "" without one.
+	GeometryType string
+	Properties   map[string]json.RawMessage
+	Geometry     json.RawMessage
+	HasGeometry  bool
+	HasProps     bool
 }
 
 // parseFeature reads a GeoJSON Feature. A patch (merge patch) may leave
@@ -88,9 +91,27 @@ func parseFeature(body []byte, patch bool) (featureBody, error) {
 		if err := json.Unmarshal(raw, &g); err != nil || g.Type == "" || (g.Coordinates == nil && g.Geometries == nil) {
 			return featureBody{}, apperr.InvalidField("A GeoJSON geometry: an object with a type and coordinates, in longitude and latitude (CRS84).", "value_error", "body", "geometry")
 		}
-		f.Geometry = raw
+		f.Geometry, f.GeometryType = raw, g.Type
 	}
 	return f, nil
+}
+
+// checkValid refuses, with a 422 saying why, a geometry of f that is not
+// valid (a ring crossing itself): PostGIS would store it, and every
+// question about it after would have a doubtful answer. Points are always
+// valid and cost no statement.
+func checkValid(ctx context.Context, conn pg.Conn, f featureBody) error {
+	if !f.HasGeometry || f.GeometryType == "Point" || f.GeometryType == "MultiPoint" {
+		return nil
+	}
+	var reason string
+	if err := conn.QueryRow(ctx, "SELECT ST_IsValidReason(ST_GeomFromGeoJSON($1::text))", string(f.Geometry)).Scan(&reason); err != nil {
+		return err
+	}
+	if reason != "Valid Geometry" {
+		return apperr.InvalidField("The geometry is not valid: "+reason+".", "value_error", "body", "geometry")
+	}
+	return nil
 }
 
 // writeColumns are the columns a write of f sets, in the layer's order:
@@ -98,7 +119,8 @@ func parseFeature(body []byte, patch bool) (featureBody, error) {
 // not is a 422 naming it, so that no name the client chose ever reaches
 // SQL), without the key unless keep.
 func (l *layerSQL) writeColumns(f featureBody, all, keep bool) ([]string, error) {
-	for name := range f.Properties {
+	// In order, so that of several wrong names the same one is named.
+	for _, name := range slices.Sorted(maps.Keys(f.Properties)) {
 		if !slices.ContainsFunc(l.l.Properties, func(p catalog.Property) bool { return p.Name == name }) {
 			return nil, apperr.InvalidField(fmt.Sprintf("Collection %s has no property %q (GET /collections/%s/schema lists them).", l.l.ID, name, l.l.ID), "extra_forbidden", "body", "properties", name)
 		}
@@ -202,6 +224,9 @@ func (s *Service) create(ctx context.Context, id string, body []byte) (written, 
 		l.l.Qualified(), strings.Join(names, ", "), strings.Join(values, ", "), l.record(), catalog.QuoteIdent(l.l.Key.Column))
 	var w written
 	err = s.run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
+		if err := checkValid(ctx, conn, f); err != nil {
+			return err
+		}
 		return conn.QueryRow(ctx, sql, propsJSON(f), string(f.Geometry)).Scan(&w.ID, &w.Version)
 	})
 	return w, writeFailed(err)
@@ -251,6 +276,9 @@ func (s *Service) replace(ctx context.Context, id, fid string, body []byte, patc
 		l.l.Qualified(), strings.Join(sets, ", "), l.record(), l.keyMatch(2, 3))
 	w := written{ID: fid}
 	err = s.run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
+		if err := checkValid(ctx, conn, f); err != nil {
+			return err
+		}
 		err := conn.QueryRow(ctx, sql, args...).Scan(&w.Version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.missing(ctx, conn, l, fid, ifMatch)
