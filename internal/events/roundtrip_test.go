@@ -3,31 +3,13 @@ package events_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/events"
 	"github.com/geogate/geogate/internal/testenv"
 )
-
-// roundTrips counts the statements and pipelines a pool sends: each is
-// one round trip to the server.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // TestReportRoundTrips counts the round trips of a report on a warm
 // connection that ends stays: four, one more for devices new to their
@@ -39,7 +21,7 @@ func TestReportRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	cfg := demo.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = 1, 0
-	trips := &roundTrips{}
+	trips := &testenv.RoundTrips{}
 	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -58,11 +40,11 @@ func TestReportRoundTrips(t *testing.T) {
 	}
 	report := func(owner string, ps []events.Position) int64 {
 		t.Helper()
-		before := trips.n.Load()
+		before := trips.N()
 		if _, err := svc.Report(ctx, owner, ps); err != nil {
 			t.Fatal(err)
 		}
-		return trips.n.Load() - before
+		return trips.N() - before
 	}
 	for _, owner := range []string{"key:plain", "key:filtered"} {
 		s := events.Subscription{Layer: "geofences", Kinds: []events.Kind{events.Enter, events.Exit}}

@@ -3,7 +3,6 @@ package pg_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geogate/geogate/internal/pg"
+	"github.com/geogate/geogate/internal/testenv"
 )
 
 // tenantTable makes a table of two tenants' rows whose policy shows a
@@ -36,27 +36,11 @@ func tenantTable(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
-// tripCounter counts what a connection sends: each statement or batch is
-// one round trip.
-type tripCounter struct{ n atomic.Int64 }
-
-func (r *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *tripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 func TestStatementsRunAsTheCaller(t *testing.T) {
 	pool := open(t, pg.Options{MaxConns: 1})
 	tenantTable(t, pool)
 	cfg := pool.Config().Copy()
-	trips := &tripCounter{}
+	trips := &testenv.RoundTrips{}
 	cfg.ConnConfig.Tracer = trips
 	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -99,9 +83,9 @@ func TestStatementsRunAsTheCaller(t *testing.T) {
 		want   []int
 	}{{"a", []int{1, 2}}, {"b", []int{3}}, {"c", nil}} {
 		ids(caller(tt.tenant)) // prepares the statement
-		before := trips.n.Load()
+		before := trips.N()
 		got, user, key := ids(caller(tt.tenant))
-		if trips := trips.n.Load() - before; trips != 1 {
+		if trips := trips.N() - before; trips != 1 {
 			t.Errorf("tenant %s: a query as the caller took %d round trips, want 1", tt.tenant, trips)
 		}
 		if !equalInts(got, tt.want) || (len(got) > 0 && (user != "gg_pgtest_reader" || key != "k-"+tt.tenant)) {
