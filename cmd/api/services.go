@@ -156,13 +156,18 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	fs := cfg.Features
 	fs.Conformance = tiles.Conformance
 	fs.LandingLinks = tiles.LandingLinks
+	// A write that moves a watched fence tells its exits (events), whose
+	// service reads the features' filters: the one is set once the other
+	// exists, before anything is served.
+	watch := &watchLater{}
 	feat := features.New(pg.Runner{Pool: d.db, Replicas: d.replicas, Timeouts: cfg.Features.Timeouts, Queue: fair}, s.catalog, fs,
-		features.Rights{Check: s.gate.Check, Committed: committed})
+		features.Rights{Check: s.gate.Check, Committed: committed, Watch: watch})
 	s.features = features.NewHandler(feat, fs, features.Access{Gate: s.gate, Registerer: s.registry})
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
 		events.Rights{Access: s.gate.Check}, cfg.Events.Settings, events.NewMetrics(s.registry))
+	watch.Service = ev
 	// One LISTEN per process wakes every live stream of events.
 	listener := &pg.Listener{Pool: bg, Channels: []string{outbox.EventsChannel}, Log: log,
 		Topic: "event stream (streams fall back to polling the outbox)"}
@@ -201,3 +206,7 @@ func keyIdentity(id string) string { return auth.Identity{Kind: auth.KindKey, ID
 // isKeyIdentity says whether a limiter identity is an API key's: those
 // are tallied, for /admin/keys/{id}/usage.
 func isKeyIdentity(identity string) bool { return strings.HasPrefix(identity, auth.KindKey+":") }
+
+// watchLater is the events service, for the features service made before
+// it.
+type watchLater struct{ *events.Service }

@@ -85,6 +85,7 @@ type Service struct {
 	scope func(ctx context.Context) *spatial.Scope
 	// committed runs after each write (Rights.Committed).
 	committed func(ctx context.Context)
+	watch     Watch
 }
 
 // Rights say what the caller of a request may read, as its context
@@ -102,6 +103,19 @@ type Rights struct {
 	// that no cached tile or page older than the write is served, and
 	// the writer's read floor.
 	Committed func(ctx context.Context)
+	// Watch, when set, is told of each feature changed or deleted on a
+	// layer that devices may be watched in, within the write's
+	// transaction, so that their exits commit with it.
+	Watch Watch
+}
+
+// Watch is what a write asks of the geofence events (events.Service).
+type Watch interface {
+	// Watched says whether writes on layer may end devices' stays.
+	Watched(layer string) bool
+	// FenceWritten ends, in tx, the stays in feature fence of layer that
+	// the write left (all of them when deleted) and writes their exits.
+	FenceWritten(ctx context.Context, tx pg.Conn, layer, fence string, deleted bool) error
 }
 
 // New returns the Service over cat's layers.
@@ -127,7 +141,7 @@ func New(pool pg.Runner, cat *catalog.Catalog, s Settings, r Rights) *Service {
 	if pool.Stale == nil {
 		pool.Stale = cat.RefreshSoon
 	}
-	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check, committed: r.Committed}
+	svc := &Service{run: pool, cat: cat, s: s, cursors: newCursors(s.CursorKey), check: r.Check, committed: r.Committed, watch: r.Watch}
 	if svc.committed == nil {
 		svc.committed = func(context.Context) {}
 	}

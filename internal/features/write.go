@@ -272,18 +272,21 @@ func (s *Service) replace(ctx context.Context, id, fid string, body []byte, patc
 		// there, at the version it names.
 		sets = append(sets, catalog.QuoteIdent(l.l.Key.Column)+" = l."+catalog.QuoteIdent(l.l.Key.Column))
 	}
-	sql := fmt.Sprintf("UPDATE %s AS l SET %s FROM %s v WHERE %s RETURNING md5(l::text)",
-		l.l.Qualified(), strings.Join(sets, ", "), l.record(), l.keyMatch(2, 3))
+	sql := fmt.Sprintf("UPDATE %s AS l SET %s FROM %s v WHERE %s RETURNING md5(l::text), l.%s::text",
+		l.l.Qualified(), strings.Join(sets, ", "), l.record(), l.keyMatch(2, 3), catalog.QuoteIdent(l.l.Key.Column))
 	w := written{ID: fid}
 	err = s.run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		if err := checkValid(ctx, conn, f); err != nil {
 			return err
 		}
-		err := conn.QueryRow(ctx, sql, args...).Scan(&w.Version)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return s.missing(ctx, conn, l, fid, ifMatch)
-		}
-		return err
+		return s.watched(ctx, conn, l, func(tx pg.Conn) (string, error) {
+			var key string
+			err := tx.QueryRow(ctx, sql, args...).Scan(&w.Version, &key)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return "", s.missing(ctx, tx, l, fid, ifMatch)
+			}
+			return key, err
+		}, false)
 	})
 	return w, writeFailed(err)
 }
@@ -298,16 +301,42 @@ func (s *Service) remove(ctx context.Context, id, fid string, ifMatch []string) 
 	if !l.validKey(fid) {
 		return errNoFeature
 	}
-	sql := fmt.Sprintf("DELETE FROM %s AS l WHERE %s RETURNING 1", l.l.Qualified(), l.keyMatch(1, 2))
+	sql := fmt.Sprintf("DELETE FROM %s AS l WHERE %s RETURNING l.%s::text", l.l.Qualified(), l.keyMatch(1, 2), catalog.QuoteIdent(l.l.Key.Column))
 	err = s.run.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
-		var one int
-		err := conn.QueryRow(ctx, sql, fid, ifMatch).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return s.missing(ctx, conn, l, fid, ifMatch)
-		}
-		return err
+		return s.watched(ctx, conn, l, func(tx pg.Conn) (string, error) {
+			var key string
+			err := tx.QueryRow(ctx, sql, fid, ifMatch).Scan(&key)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return "", s.missing(ctx, tx, l, fid, ifMatch)
+			}
+			return key, err
+		}, true)
 	})
 	return writeFailed(err)
+}
+
+// watched runs write, which changes or deletes one feature of l and
+// returns its key as text. On a layer devices may be watched in, it runs
+// in a transaction with the exits of the stays the write ended, so that
+// they commit together; elsewhere it is the one statement it was.
+func (s *Service) watched(ctx context.Context, conn pg.Conn, l *layerSQL, write func(pg.Conn) (string, error), deleted bool) error {
+	if s.watch == nil || !s.watch.Watched(l.l.ID) {
+		_, err := write(conn)
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op once committed
+	key, err := write(tx)
+	if err != nil {
+		return err
+	}
+	if err := s.watch.FenceWritten(ctx, tx, l.l.ID, key, deleted); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // missing says why a conditional write found no row: the feature is not
