@@ -44,6 +44,7 @@ func send(t *testing.T, method, url, cred, body string, headers ...string) (int,
 // a property that is no column, SQL in a name or a value, a geometry the
 // column does not hold, a collection not open for writing, a key
 // without the write scope. Each write retires the layer's cached tiles.
+// Then GDAL, OWSLib and QGIS read back what the writes left.
 func TestWritesPart4(t *testing.T) {
 	base, env, _ := tenantService(t)
 	id := "w-" + testenv.Prefix(t)
@@ -164,4 +165,35 @@ func TestWritesPart4(t *testing.T) {
 	if _, body, _ := callAs(t, base, ka, tile); slices.Contains(tileNames(t, body, "tenant_sites"), "a-new") || slices.Contains(tileNames(t, body, "tenant_sites"), "first") || slices.Contains(tileNames(t, body, "tenant_sites"), "second") {
 		t.Errorf("the tile after the delete still has the feature: %v", tileNames(t, body, "tenant_sites"))
 	}
+	clientsReadTheWrites(t, base, id+"-a", ka, []float64{1, 2, 3, 11}, []string{"a-one", "a-three", "a-two", evil})
+}
+
+// clientsReadTheWrites reads tenant_sites with GDAL's OAPIF driver,
+// OWSLib and QGIS as the key keyID (secret key) and wants exactly the
+// features of ids (OWSLib tells only those) and names want, sorted: what
+// the writes left, not what was there before.
+func clientsReadTheWrites(t *testing.T, base, keyID, key string, ids []float64, want []string) {
+	t.Run("GDAL", func(t *testing.T) {
+		out := gdal(t, "ogr2ogr", append(append([]string{"-f", "GeoJSON", "/vsistdout/"}, gdalAuth(key)...), "OAPIF:"+base, "tenant_sites")...)
+		if got := featureNames(t, []byte(out)); !slices.Equal(got, want) {
+			t.Errorf("ogr2ogr copied %v, want %v", got, want)
+		}
+	})
+	t.Run("OWSLib", func(t *testing.T) {
+		var got struct{ IDs []float64 }
+		pythonClient(t, &got, "owslib_client.py", base, keyID, key, "tenant_sites", "13.3,52.4,13.5,52.6")
+		if !slices.Equal(got.IDs, ids) {
+			t.Errorf("OWSLib read ids %v, want %v", got.IDs, ids)
+		}
+	})
+	t.Run("QGIS", func(t *testing.T) {
+		var got struct {
+			Valid bool
+			Names []string
+		}
+		pythonClient(t, &got, "qgis_read.py", base, keyID, key, "tenant_sites")
+		if !got.Valid || !slices.Equal(got.Names, want) {
+			t.Errorf("QGIS read %v (valid %v), want %v", got.Names, got.Valid, want)
+		}
+	})
 }
