@@ -10,6 +10,8 @@ if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
   : "${REDIS_URL:=$(echo "$env_lines" | sed -n 's/^REDIS_URL=//p')}"
 fi
 export DATABASE_URL REDIS_URL
+# The demo's sites table is open for writing, unless a layer file is set.
+export LAYERS_CONFIG="${LAYERS_CONFIG:-configs/demo-layers.yaml}"
 
 mkdir -p bin
 go build -o bin/api ./cmd/api

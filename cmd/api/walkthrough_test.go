@@ -51,21 +51,52 @@ func expected(block string) []string {
 // docs/api/ogc.md exactly as written, against a service holding its
 // sites table, and holds what it prints to what the page says.
 func TestPart4WalkThrough(t *testing.T) {
-	pool, dbURL := testenv.DemoDBWithURL(t)
-	if _, err := pool.Exec(context.Background(), `CREATE TABLE public.sites (id int PRIMARY KEY, name text, geom geometry(Point, 4326))`); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "layers.yaml")
-	if err := os.WriteFile(file, []byte("layers:\n  sites:\n    write: true\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"DATABASE_URL": dbURL, "LAYERS_CONFIG": file, "AUTH_ANONYMOUS_SCOPES": "none"}
+	base, env := demoSites(t, filepath.Join(t.TempDir(), "layers.yaml"))
 	key := runCLI(t, env, "keys", "create", "--name", "walk-"+testenv.Prefix(t), "--scopes", "features:read,features:write")
-	base, _ := startService(t, env)
-	block := walkthrough(t, filepath.Join("..", "..", "docs", "api", "ogc.md"), "part4-walkthrough")
+	runWalkThrough(t, base, filepath.Join("..", "..", "docs", "api", "ogc.md"), "part4-walkthrough", "KEY="+key)
+}
+
+// TestREADMEPart4WalkThrough runs the README's write walk-through exactly
+// as written, against a service set up as make run sets it up: the
+// demo's sites table and layer file, and the key demo.
+func TestREADMEPart4WalkThrough(t *testing.T) {
+	base, env := demoSites(t, filepath.Join("..", "..", "configs", "demo-layers.yaml"))
+	runCLI(t, env, "keys", "create", "--name", "demo", "--secret", "demo", "--scopes", "all", "--replace")
+	runWalkThrough(t, base, filepath.Join("..", "..", "README.md"), "readme-part4")
+}
+
+// demoSites starts the service on the demo data with the demo's sites
+// table (data/demo-sites.sql) and the layer file layers, written first
+// when it does not exist, opening sites for writing.
+func demoSites(t *testing.T, layers string) (base string, env map[string]string) {
+	t.Helper()
+	pool, dbURL := testenv.DemoDBWithURL(t)
+	ddl, err := os.ReadFile(filepath.Join("..", "..", "data", "demo-sites.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), string(ddl)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(layers); os.IsNotExist(err) {
+		if err := os.WriteFile(layers, []byte("layers:\n  sites:\n    write: true\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env = map[string]string{"DATABASE_URL": dbURL, "LAYERS_CONFIG": layers, "AUTH_ANONYMOUS_SCOPES": "none"}
+	base, _ = startService(t, env)
+	return base, env
+}
+
+// runWalkThrough runs the walk-through name of doc with bash against the
+// service at base, with env added, and holds what it prints to what the
+// page says.
+func runWalkThrough(t *testing.T, base, doc, name string, env ...string) {
+	t.Helper()
+	block := walkthrough(t, doc, name)
 	script := strings.ReplaceAll(block, "localhost:8000", strings.TrimPrefix(base, "http://"))
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
-	cmd.Env = append(os.Environ(), "KEY="+key)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the walk-through failed: %v\n%s", err, out)
