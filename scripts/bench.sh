@@ -74,7 +74,7 @@ for c in "${cases[@]}"; do
     overload)  OVERLOAD_DUR=$dur OVERLOAD_RUNS=$trials run_case overload bench/overload.sh ;;
     events)    EVENTS_DUR=$dur EVENTS_RUNS=$trials run_case events bench/events.sh ;;
     seed)      SEED_CONC=$conc SEED_DUR=$dur SEED_TRIALS=$trials run_case seed bench/seed.sh ;;
-    caller)    CALLER_CONC=$conc CALLER_DUR=$dur CALLER_TRIALS=$trials run_case caller bench/caller.sh ;;
+    caller)    CALLER_CONC=$conc CALLER_DUR=$dur CALLER_TRIALS=$(( trials < 3 ? trials : 5 )) run_case caller bench/caller.sh ;;
     import)    IMPORT_TRIALS=$trials run_case import bench/import.sh ;;
     auth)      run_case auth bench/auth.sh ;;
   esac

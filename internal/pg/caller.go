@@ -42,8 +42,10 @@ type Caller struct {
 // callerSQL sets the caller for the rest of the transaction it runs in:
 // set_config's third argument makes each setting local to it, so the
 // connection goes back to the pool as the login role.
-// It answers one row of no columns: the values set are the caller's own.
-const callerSQL = `SELECT FROM (VALUES (set_config('role', $1, true), set_config('request.jwt.claims', $2, true),
+// It answers one row of one constant column, not the values set (the
+// caller's own): a statement of no columns would have pgx ask the server
+// to describe its result again on every batch.
+const callerSQL = `SELECT 1 FROM (VALUES (set_config('role', $1, true), set_config('request.jwt.claims', $2, true),
        set_config('request.geogate.key', $3, true), set_config('request.geogate.identity', $4, true))) v`
 
 func (c *Caller) args() []any { return []any{c.Role, c.Claims, c.Key, c.Identity} }
