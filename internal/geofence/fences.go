@@ -221,19 +221,36 @@ type ListQuery struct {
 // ListFences returns up to q.Limit fences after q.AfterID in id order,
 // fewer when they would pass q.MaxBytes, and whether more remain.
 func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool, error) {
+	fs := make([]Feature, 0, min(q.Limit, 128))
+	more, err := s.ListFenceRows(ctx, q, func(f Feature) error {
+		fs = append(fs, f)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return fs, more, nil
+}
+
+// ListFenceRows hands out, as their rows arrive, the fences ListFences
+// returns, one at a time, so that a page is never held whole; it returns
+// whether more remain after the last handed out. An error of out ends
+// the page with it.
+func (s *Service) ListFenceRows(ctx context.Context, q ListQuery, out func(Feature) error) (bool, error) {
 	args := []any{q.AfterID, nil, nil, nil, nil, q.Limit + 1, scopeArg(q.Scope), budgetArg(q.MaxBytes)}
 	if b := q.BBox; b != nil {
 		args[1], args[2], args[3], args[4] = b.West, b.South, b.East, b.North
 	}
-	fs := make([]Feature, 0, min(q.Limit, 128))
 	more := false
 	err := s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
+		more = false
 		rows, err := conn.Query(ctx, listFencesSQL, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		page := pageBytes{max: q.MaxBytes}
+		n := 0
 		for rows.Next() {
 			var f Feature
 			if err := rows.Scan(&f.ID, &f.Name, &f.Props, &f.Geometry); err != nil {
@@ -241,18 +258,18 @@ func (s *Service) ListFences(ctx context.Context, q ListQuery) ([]Feature, bool,
 			}
 			// The row past the page tells that more remain; the database
 			// sends few if any after it (see budgetSQL).
-			if len(fs) == q.Limit || !page.fits(featureSize(f, false)) {
-				more = true
-				break
+			if n == q.Limit || !page.fits(featureSize(f, false)) {
+				more = n > 0
+				return nil
 			}
-			fs = append(fs, f)
+			if err := out(f); err != nil {
+				return err
+			}
+			n++
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return fs, more && len(fs) > 0, nil
+	return more, err
 }
 
 // reasonShape is what ST_IsValidReason says ("Self-intersection[1 2]");

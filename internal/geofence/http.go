@@ -209,20 +209,36 @@ func (h *Handler) List(c *gin.Context) {
 		q.AfterID = pos.ID
 	}
 	q.Scope = h.scopeWKB(c)
-	fs, more, err := h.svc.ListFences(c.Request.Context(), q.ListQuery)
+	// Fences go out as their rows arrive, as /within's features do.
+	w := httpx.NewAnswer(c, geoJSON)
+	w.Header = func() { httpx.SetHeader(c, pass.Header()) }
+	w.WriteString(collectionStart)
+	var scratch []byte
+	n, last := 0, int64(0)
+	more, err := h.svc.ListFenceRows(c.Request.Context(), q.ListQuery, func(f Feature) error {
+		if n > 0 {
+			w.WriteByte(',')
+		}
+		n, last = n+1, f.ID
+		scratch = appendFeature(scratch[:0], f, false)
+		w.Write(scratch)
+		return w.Err()
+	})
 	if err != nil {
-		httpx.Abort(c, err)
+		pass.Spent(gate.Usage{Bytes: w.Written()})
+		w.Fail(err)
 		return
 	}
-	next := ""
+	link := ""
 	if more {
-		next = h.cursors.Encode(scope, Position{ID: fs[len(fs)-1].ID})
+		link = nextLink(c.Request.URL, h.cursors.Encode(scope, Position{ID: last}))
 	}
-	body := collection(fs, false, nextLink(c.Request.URL, next))
-	pass.Spent(gate.Usage{Bytes: len(body)})
-	pass.Settle() // the answer is whole: its headers show the budget as settled
-	httpx.SetHeader(c, pass.Header())
-	c.Data(http.StatusOK, geoJSON, body)
+	w.Write(appendCollectionEnd(scratch[:0], n, link))
+	pass.Spent(gate.Usage{Bytes: w.Written()})
+	if !w.Committed() {
+		pass.Settle() // the answer is whole: its headers show the budget as settled
+	}
+	w.Finish()
 }
 
 // Get serves GET /geofences/{id}.
@@ -453,18 +469,6 @@ func (h *Handler) ContainsBatch(c *gin.Context) {
 	pass.Settle() // the answer is whole: its headers show the budget as settled
 	httpx.SetHeader(c, pass.Header())
 	c.Data(http.StatusOK, "application/json", b)
-}
-
-// collection renders a GeoJSON FeatureCollection with a next link.
-func collection(fs []Feature, withDistance bool, next string) []byte {
-	b := append(make([]byte, 0, pageSize(fs, withDistance)+len(next)+256), collectionStart...)
-	for i, f := range fs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendFeature(b, f, withDistance)
-	}
-	return appendCollectionEnd(b, len(fs), next)
 }
 
 // collectionStart opens a FeatureCollection of features.

@@ -97,12 +97,3 @@ func propsSize(f Feature, dist *float64) int {
 	}
 	return n
 }
-
-// pageSize is the room the features of fs take in a collection.
-func pageSize(fs []Feature, withDistance bool) int {
-	n := 0
-	for _, f := range fs {
-		n += featureSize(f, withDistance)
-	}
-	return n
-}
