@@ -547,11 +547,7 @@ func (h *Handler) CreateItem(c *gin.Context) {
 	if err == nil {
 		var w written
 		if w, err = h.svc.create(c.Request.Context(), id, body); err == nil {
-			h.svc.committed(c.Request.Context())
-			httpx.SetHeader(c, pass.Header())
-			c.Header("Location", h.base(c)+"/collections/"+id+"/items/"+url.PathEscape(w.ID))
-			c.Header("ETag", etagOf(w.Version))
-			c.Status(http.StatusCreated)
+			h.wrote(c, pass, http.StatusCreated, w.Version, h.base(c)+"/collections/"+id+"/items/"+url.PathEscape(w.ID))
 			return
 		}
 	}
@@ -587,10 +583,7 @@ func (h *Handler) writeItem(c *gin.Context, patch bool) {
 	if err == nil {
 		var w written
 		if w, err = h.svc.replace(c.Request.Context(), id, fid, body, patch, parseIfMatch(c.GetHeader("If-Match"))); err == nil {
-			h.svc.committed(c.Request.Context())
-			httpx.SetHeader(c, pass.Header())
-			c.Header("ETag", etagOf(w.Version))
-			c.Status(http.StatusNoContent)
+			h.wrote(c, pass, http.StatusNoContent, w.Version, "")
 			return
 		}
 	}
@@ -610,7 +603,20 @@ func (h *Handler) DeleteItem(c *gin.Context) {
 		httpx.Abort(c, err)
 		return
 	}
+	h.wrote(c, pass, http.StatusNoContent, "", "")
+}
+
+// wrote answers a write that has committed, once the layer's new data
+// version is published: status, with the feature's ETag at version and
+// its location, each when there is one.
+func (h *Handler) wrote(c *gin.Context, pass gate.Pass, status int, version, location string) {
 	h.svc.committed(c.Request.Context())
 	httpx.SetHeader(c, pass.Header())
-	c.Status(http.StatusNoContent)
+	if location != "" {
+		c.Header("Location", location)
+	}
+	if version != "" {
+		c.Header("ETag", etagOf(version))
+	}
+	c.Status(status)
 }
