@@ -107,25 +107,48 @@ for case in within items; do
   [ "$a" = "$b" ] || { echo "bench/caller: $case answers differ: as caller $a, as login $b" >&2; exit 1; }
 done
 run_load() { bin/load -json -c "$conc" -d "$dur" -H "x-api-key: $key" "$@"; }
+# CPU ticks (1/100 s) spent so far by the database's server processes,
+# and by one process: only one side runs at a time, so the difference
+# over a side's run is that side's.
+pg_ticks() {
+  local t=0 p
+  for p in $(pgrep -f "^postgres: .* $dbname "); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# measure PID URL...: runs the load on URL... and prints its JSON with
+# the database's and PID's CPU per request, in microseconds.
+measure() {
+  local pid=$1 pg0 api0 out; shift
+  pg0=$(pg_ticks); api0=$(proc_ticks "$pid")
+  out=$(run_load "$@")
+  jq -c --argjson pg $(( $(pg_ticks) - pg0 )) --argjson api $(( $(proc_ticks "$pid") - api0 )) \
+    '. + {pg_us: ($pg * 10000 / .requests), api_us: ($api * 10000 / .requests)}' <<<"$out"
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for case in within items; do
   mapfile -t aurls < <(urls "http://127.0.0.1:$as_port" $case)
   mapfile -t lurls < <(urls "http://127.0.0.1:$login_port" $case)
   bin/load -c "$conc" -d 2s -H "x-api-key: $key" "${aurls[@]}" >/dev/null # fills the pools, prepares the statements
   bin/load -c "$conc" -d 2s -H "x-api-key: $key" "${lurls[@]}" >/dev/null
-  a_rps=(); l_rps=(); a_p99=(); l_p99=(); ratios=(); bad=0
+  a_rps=(); l_rps=(); a_p99=(); l_p99=(); ratios=(); a_pg=(); l_pg=(); a_api=(); l_api=(); bad=0
   for i in $(seq 1 "$trials"); do
-    a=$(run_load "${aurls[@]}"); l=$(run_load "${lurls[@]}")
+    a=$(measure "${pids[0]}" "${aurls[@]}"); l=$(measure "${pids[1]}" "${lurls[@]}")
+    a_pg+=("$(jq .pg_us <<<"$a")"); l_pg+=("$(jq .pg_us <<<"$l")")
+    a_api+=("$(jq .api_us <<<"$a")"); l_api+=("$(jq .api_us <<<"$l")")
     a_rps+=("$(jq .rps <<<"$a")"); a_p99+=("$(jq .p99_ms <<<"$a")")
     l_rps+=("$(jq .rps <<<"$l")"); l_p99+=("$(jq .p99_ms <<<"$l")")
     bad=$((bad + $(jq '.errors + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' <<<"$a") \
       + $(jq '.errors + ([.statuses | to_entries[] | select(.key != "200") | .value] | add // 0)' <<<"$l")))
     ratios+=("$(awk "BEGIN { print ${a_rps[-1]} / ${l_rps[-1]} }")")
-    printf '%s trial %d: as the caller %.0f req/s p99 %.2f ms | as the login role %.0f req/s p99 %.2f ms | %.2fx\n' \
-      "$case" "$i" "${a_rps[-1]}" "${a_p99[-1]}" "${l_rps[-1]}" "${l_p99[-1]}" "${ratios[-1]}"
+    printf '%s trial %d: as the caller %.0f req/s p99 %.2f ms, CPU per request %.0f us database %.0f us api | as the login role %.0f req/s p99 %.2f ms, %.0f us database %.0f us api | %.2fx\n' \
+      "$case" "$i" "${a_rps[-1]}" "${a_p99[-1]}" "${a_pg[-1]}" "${a_api[-1]}" "${l_rps[-1]}" "${l_p99[-1]}" "${l_pg[-1]}" "${l_api[-1]}" "${ratios[-1]}"
   done
   # The ratio is the median of each trial's pair, run back to back: the
   # machine's drift between trials moves both sides of a pair alike.
-  printf 'RESULT caller case=%s caller_rps=%.0f caller_p99=%s login_rps=%.0f login_p99=%s ratio=%.2f bad=%d\n' \
-    "$case" "$(median "${a_rps[@]}")" "$(median "${a_p99[@]}")" "$(median "${l_rps[@]}")" "$(median "${l_p99[@]}")" "$(median "${ratios[@]}")" "$bad"
+  printf 'RESULT caller case=%s caller_rps=%.0f caller_p99=%s login_rps=%.0f login_p99=%s ratio=%.2f bad=%d caller_pg_us=%.0f login_pg_us=%.0f caller_api_us=%.0f login_api_us=%.0f\n' \
+    "$case" "$(median "${a_rps[@]}")" "$(median "${a_p99[@]}")" "$(median "${l_rps[@]}")" "$(median "${l_p99[@]}")" "$(median "${ratios[@]}")" "$bad" \
+    "$(median "${a_pg[@]}")" "$(median "${l_pg[@]}")" "$(median "${a_api[@]}")" "$(median "${l_api[@]}")"
 done
