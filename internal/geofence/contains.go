@@ -53,16 +53,31 @@ ORDER BY pt.i, f.id`
 // says so. It fails with apperr.NotFound for an unknown layer and with a
 // validation error for a layer without polygons.
 func (s *Service) Contains(ctx context.Context, layer string, p Point, maxBytes int) (fs []Feature, cut bool, err error) {
+	fs = []Feature{}
+	cut, err = s.ContainsRows(ctx, layer, p, maxBytes, func(f Feature) error {
+		fs = append(fs, f)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return fs, cut, nil
+}
+
+// ContainsRows hands out, as their rows arrive, the features Contains
+// returns, one at a time, so that the answer is never held whole; it
+// returns whether maxBytes cut it short. An error of out ends it.
+func (s *Service) ContainsRows(ctx context.Context, layer string, p Point, maxBytes int, out func(Feature) error) (cut bool, err error) {
 	sql := containsSQL
 	var l *layerSQL
 	if layer != "" {
 		if l, err = s.polygonLayer(layer); err != nil {
-			return nil, false, err
+			return false, err
 		}
 		sql = l.containsOne
 	}
-	fs = []Feature{}
 	err = s.db.read(ctx, func(ctx context.Context, conn pg.Conn) error {
+		cut = false
 		rows, err := conn.Query(ctx, sql, p.Lng, p.Lat)
 		if err != nil {
 			return err
@@ -78,11 +93,13 @@ func (s *Service) Contains(ctx context.Context, layer string, p Point, maxBytes 
 				cut = true
 				return nil // the rest are read off and dropped
 			}
-			fs = append(fs, f)
+			if err := out(f); err != nil {
+				return err
+			}
 		}
 		return rows.Err()
 	})
-	return fs, cut, err
+	return cut, err
 }
 
 // scanContaining reads a row of containsSQL (l nil: the built-in fences)

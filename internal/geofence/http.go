@@ -385,16 +385,18 @@ func (h *Handler) Contains(c *gin.Context) {
 	if !h.check(c, p.Lng, p.Lat, 0) {
 		return
 	}
-	fs, cut, err := h.svc.Contains(c.Request.Context(), layer, p, h.rules.MaxPageBytes)
-	if err != nil {
-		httpx.Abort(c, err)
-		return
-	}
+	// Fences go out as their rows arrive, as /within's features do.
+	w := httpx.NewAnswer(c, "application/json")
+	w.Header = func() { httpx.SetHeader(c, pass.Header()) }
 	b := fmt.Appendf(nil, `{"point":[%s,%s],"fences":[`, num(p.Lng), num(p.Lat))
-	for i, f := range fs {
-		if i > 0 {
+	w.Write(b)
+	n := 0
+	cut, err := h.svc.ContainsRows(c.Request.Context(), layer, p, h.rules.MaxPageBytes, func(f Feature) error {
+		b = b[:0]
+		if n > 0 {
 			b = append(b, ',')
 		}
+		n++
 		b = append(b, `{"id":`...)
 		if f.Key != nil {
 			b = append(b, f.Key...)
@@ -403,17 +405,24 @@ func (h *Handler) Contains(c *gin.Context) {
 		}
 		b = append(b, `,"properties":`...)
 		b = appendProps(b, f, nil)
-		b = append(b, '}')
+		w.Write(append(b, '}'))
+		return w.Err()
+	})
+	if err != nil {
+		pass.Spent(gate.Usage{Bytes: w.Written()})
+		w.Fail(err)
+		return
 	}
-	b = append(b, ']')
+	b = append(b[:0], ']')
 	if cut {
 		b = append(b, `,"truncated":true`...)
 	}
-	b = append(b, '}')
-	pass.Spent(gate.Usage{Bytes: len(b)})
-	pass.Settle() // the answer is whole: its headers show the budget as settled
-	httpx.SetHeader(c, pass.Header())
-	c.Data(http.StatusOK, "application/json", b)
+	w.Write(append(b, '}'))
+	pass.Spent(gate.Usage{Bytes: w.Written()})
+	if !w.Committed() {
+		pass.Settle() // the answer is whole: its headers show the budget as settled
+	}
+	w.Finish()
 }
 
 // ContainsBatch serves POST /geofences/contains: for each point of a
