@@ -94,9 +94,12 @@ func (s *Service) left(ctx context.Context, tx querier, layer, fence string, hs 
 		if _, done := kept[h.filter]; done || h.filter == "" {
 			continue
 		}
+		// A filter the layer no longer takes (a column dropped since)
+		// belongs to another caller's subscription and must not refuse
+		// this write: for it, the fence's shape alone decides.
 		k, err := s.filters.QueueMatching(ctx, b, layer, h.filter, []string{fence})
 		if err != nil {
-			return nil, err
+			k = nil
 		}
 		kept[h.filter] = k
 	}
