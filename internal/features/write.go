@@ -318,12 +318,25 @@ func (s *Service) remove(ctx context.Context, id, fid string, ifMatch []string) 
 // watched runs write, which changes or deletes one feature of l and
 // returns its key as text. On a layer devices may be watched in, it runs
 // in a transaction with the exits of the stays the write ended, so that
-// they commit together; elsewhere it is the one statement it was.
+// they commit together; elsewhere it is the one statement it was. A
+// device's report may end the same stay at the same time: the one
+// PostgreSQL picks as a deadlock's victim runs again, up to three times
+// in all, as reports do.
 func (s *Service) watched(ctx context.Context, conn pg.Conn, l *layerSQL, write func(pg.Conn) (string, error), deleted bool) error {
 	if s.watch == nil || !s.watch.Watched(l.l.ID) {
 		_, err := write(conn)
 		return err
 	}
+	var err error
+	for range 3 {
+		if err = s.watchedOnce(ctx, conn, l, write, deleted); !pg.Deadlocked(err) {
+			break
+		}
+	}
+	return err
+}
+
+func (s *Service) watchedOnce(ctx context.Context, conn pg.Conn, l *layerSQL, write func(pg.Conn) (string, error), deleted bool) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
