@@ -166,7 +166,7 @@ func newServices(ctx context.Context, cfg config.Config, log *slog.Logger, d dep
 	// Positions and subscriptions are written, and events read, on the
 	// primary only: a report must see the stays the last one left.
 	ev := events.New(pg.Runner{Pool: d.db, Timeouts: pg.Timeouts(cfg.Geofence.Timeouts), Queue: fair}, geo, feat,
-		events.Rights{Access: s.gate.Check}, cfg.Events.Settings, events.NewMetrics(s.registry))
+		events.Rights{Access: s.gate.Check, Caller: s.gate.Caller}, cfg.Events.Settings, events.NewMetrics(s.registry))
 	watch.Service = ev
 	// One LISTEN per process wakes every live stream of events.
 	listener := &pg.Listener{Pool: bg, Channels: []string{outbox.EventsChannel}, Log: log,

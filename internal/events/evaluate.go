@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/geogate/geogate/internal/pg"
 )
 
 // watch is a subscription as evaluation needs it.
@@ -15,6 +17,12 @@ type watch struct {
 	devices   []string
 	kinds     []Kind
 	dwell     time.Duration
+	// caller is the report's caller on a layer that runs as its caller
+	// (the subscription's owner, who sends its devices' positions): the
+	// fences are looked up as that caller. callerKey tells callers
+	// apart, "" for none.
+	caller    *pg.Caller
+	callerKey string
 }
 
 func (w watch) wants(k Kind) bool { return slices.Contains(w.kinds, k) }

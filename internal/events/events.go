@@ -65,6 +65,7 @@ type Service struct {
 	fences  Fences
 	filters Filters
 	access  Access
+	caller  func(ctx context.Context, layer string) (*pg.Caller, error)
 	s       Settings
 	m       *metrics
 }
@@ -74,6 +75,11 @@ type Service struct {
 // identity's (auth.ScopeOf).
 type Rights struct {
 	Access Access
+	// Caller is the database caller of ctx on layer when layer runs as
+	// its caller (gate.Gate.Caller): nil for a layer everyone sees alike,
+	// an error for a caller with no role accepted. Nil refuses every
+	// layer that runs as its caller.
+	Caller func(ctx context.Context, layer string) (*pg.Caller, error)
 }
 
 // New returns the service over db.
@@ -84,5 +90,8 @@ func New(db pg.Runner, fences Fences, filters Filters, r Rights, s Settings, m *
 	if r.Access == nil {
 		r.Access = func(context.Context, string) error { return nil }
 	}
-	return &Service{db: db, fences: fences, filters: filters, access: r.Access, s: s, m: m}
+	if r.Caller == nil {
+		r.Caller = func(context.Context, string) (*pg.Caller, error) { return nil, errNoCaller }
+	}
+	return &Service{db: db, fences: fences, filters: filters, access: r.Access, caller: r.Caller, s: s, m: m}
 }

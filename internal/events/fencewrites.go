@@ -39,9 +39,11 @@ type held struct {
 	filter   string
 }
 
-// Watched says whether features written on layer may end stays: it holds
-// polygons and its rows do not depend on who reads them (a layer that
-// runs as its caller is never watched).
+// Watched says whether features written on layer end stays with the
+// write: it holds polygons and its rows do not depend on who reads them.
+// On a layer that runs as its caller, each subscription sees the fences
+// its owner's role sees, which a writer's transaction cannot tell: there
+// the exit comes with the device's next position.
 func (s *Service) Watched(layer string) bool {
 	return s.fences.Polygonal(layer) && !s.fences.AsCaller(layer)
 }

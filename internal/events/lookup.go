@@ -10,6 +10,7 @@ import (
 	"github.com/geogate/geogate/internal/auth"
 	"github.com/geogate/geogate/internal/features"
 	"github.com/geogate/geogate/internal/geofence"
+	"github.com/geogate/geogate/internal/pg"
 	"github.com/geogate/geogate/internal/spatial"
 )
 
@@ -18,7 +19,24 @@ import (
 // (inside) and, for layers with a subscription that asks for crossings,
 // those the step to it meets (met).
 type lookups struct {
-	inside, met map[string]*geofence.Found
+	inside, met map[lookKey]*geofence.Found
+}
+
+// lookKey names one lookup: a layer, seen by one caller ("" for
+// everyone).
+type lookKey struct{ layer, caller string }
+
+func lookKeyOf(w watch) lookKey { return lookKey{w.layer, w.callerKey} }
+
+// queueAs queues, in b, what queue queues, as w's caller when it has one.
+func queueAs(b *pgx.Batch, w watch, queue func()) {
+	if w.caller == nil {
+		queue()
+		return
+	}
+	pg.QueueAs(b, w.caller)
+	queue()
+	pg.QueueAsLogin(b)
 }
 
 // lookups queues, in b, finding for each evaluated position ps[i] the
@@ -27,7 +45,7 @@ type lookups struct {
 // previous position (from) meets. A layer that is gone finds nothing.
 func (s *Service) lookups(ctx context.Context, b *pgx.Batch, ws []watch, ps []Position, evaluated []int, from []*last) *lookups {
 	n := len(evaluated)
-	l := &lookups{inside: map[string]*geofence.Found{}, met: map[string]*geofence.Found{}}
+	l := &lookups{inside: map[lookKey]*geofence.Found{}, met: map[lookKey]*geofence.Found{}}
 	lngs, lats := make([]float64, n), make([]float64, n)
 	for k, i := range evaluated {
 		lngs[k], lats[k] = ps[i].Lng, ps[i].Lat
@@ -40,16 +58,17 @@ func (s *Service) lookups(ctx context.Context, b *pgx.Batch, ws []watch, ps []Po
 	}
 	var x1, y1 []float64
 	for _, w := range ws {
-		if _, ok := l.inside[w.layer]; !ok {
-			l.inside[w.layer] = nothing(s.fences.QueueInside(b, w.layer, lngs, lats))
+		k := lookKeyOf(w)
+		if _, ok := l.inside[k]; !ok {
+			queueAs(b, w, func() { l.inside[k] = nothing(s.fences.QueueInside(b, w.layer, lngs, lats)) })
 		}
-		if _, ok := l.met[w.layer]; ok || !w.wants(Cross) {
+		if _, ok := l.met[k]; ok || !w.wants(Cross) {
 			continue
 		}
 		if x1 == nil {
 			x1, y1 = steps(auth.ScopeOf(ctx), ps, evaluated, from)
 		}
-		l.met[w.layer] = nothing(s.fences.QueueCrossing(b, w.layer, x1, y1, lngs, lats))
+		queueAs(b, w, func() { l.met[k] = nothing(s.fences.QueueCrossing(b, w.layer, x1, y1, lngs, lats)) })
 	}
 	return l
 }
@@ -80,15 +99,16 @@ func within(scope *spatial.Scope, x1, y1, x2, y2 float64) bool {
 	return scope.ContainsGeometry(geom.NewLineStringFlat(geom.XY, []float64{x1, y1, x2, y2}))
 }
 
-// group names the subscriptions that see the same fences: one layer and
-// one filter.
-type group struct{ layer, filter string }
+// group names the subscriptions that see the same fences: one layer, one
+// filter and one caller.
+type group struct{ layer, filter, caller string }
 
-func groupOf(w watch) group { return group{w.layer, w.filter} }
+func groupOf(w watch) group { return group{w.layer, w.filter, w.callerKey} }
 
 // narrowing is one group's keys (of one lookup) waiting for its filter.
 type narrowing struct {
 	g    group
+	w    watch // one of the group's, for its caller
 	keys [][]string
 	into map[group][][]string
 }
@@ -101,19 +121,20 @@ type narrowing struct {
 func (s *Service) seen(ctx context.Context, tx querier, ws []watch, look *lookups) (inside, met map[group][][]string, err error) {
 	inside, met = map[group][][]string{}, map[group][][]string{}
 	var todo []narrowing
-	see := func(into map[group][][]string, g group, f *geofence.Found) {
+	see := func(into map[group][][]string, w watch, f *geofence.Found) {
+		g := groupOf(w)
 		if _, done := into[g]; done {
 			return
 		}
 		into[g] = f.Keys
 		if g.filter != "" {
-			todo = append(todo, narrowing{g, f.Keys, into})
+			todo = append(todo, narrowing{g, w, f.Keys, into})
 		}
 	}
 	for _, w := range ws {
-		see(inside, groupOf(w), look.inside[w.layer])
+		see(inside, w, look.inside[lookKeyOf(w)])
 		if w.wants(Cross) {
-			see(met, groupOf(w), look.met[w.layer])
+			see(met, w, look.met[lookKeyOf(w)])
 		}
 	}
 	return inside, met, s.narrow(ctx, tx, todo)
@@ -134,7 +155,8 @@ func (s *Service) narrow(ctx context.Context, tx querier, todo []narrowing) erro
 		}
 		slices.Sort(all)
 		var err error
-		if kept[i], err = s.filters.QueueMatching(ctx, b, t.g.layer, t.g.filter, slices.Compact(all)); err != nil {
+		queueAs(b, t.w, func() { kept[i], err = s.filters.QueueMatching(ctx, b, t.g.layer, t.g.filter, slices.Compact(all)) })
+		if err != nil {
 			return err
 		}
 	}

@@ -228,9 +228,29 @@ func (s *Service) begin(ctx context.Context, tx querier, owner string, ps []Posi
 			return nil, nil, err
 		}
 	}
-	// A layer made to run as its caller after a subscription to it was
-	// made is no longer watched: its rows are no longer everyone's.
-	return lasts, slices.DeleteFunc(ws, func(w watch) bool { return s.access(ctx, w.layer) != nil || s.fences.AsCaller(w.layer) }), nil
+	return lasts, s.evaluable(ctx, ws), nil
+}
+
+// evaluable keeps those of ws the report's caller may have evaluated:
+// on layers it may read and, on a layer that runs as its caller, only
+// with a database role it is accepted with, as which that layer's
+// fences are then looked up.
+func (s *Service) evaluable(ctx context.Context, ws []watch) []watch {
+	out := ws[:0]
+	for _, w := range ws {
+		if s.access(ctx, w.layer) != nil {
+			continue
+		}
+		if s.fences.AsCaller(w.layer) {
+			c, err := s.caller(ctx, w.layer)
+			if err != nil || c == nil {
+				continue
+			}
+			w.caller, w.callerKey = c, c.Role+"\x00"+c.Claims+"\x00"+c.Key+"\x00"+c.Identity
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // sendBatch sends b and reads its results with read, in order.

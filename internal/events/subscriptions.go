@@ -54,6 +54,11 @@ func scanSubscription(row pgx.Row) (Subscription, error) {
 	return sub, err
 }
 
+// errNoCaller refuses a subscription to a layer that runs as its caller
+// made by a caller with no database role accepted; the gate refuses such
+// a caller first.
+var errNoCaller = apperr.InvalidField("The layer runs as its caller, under its table's row-level security, and this caller has no database role to watch it as.", "value_error", "body", "layer")
+
 // check makes sure sub can be evaluated: its layer holds polygons and its
 // filter fits the layer.
 func (s *Service) check(ctx context.Context, sub Subscription) error {
@@ -61,9 +66,11 @@ func (s *Service) check(ctx context.Context, sub Subscription) error {
 		return apperr.InvalidField("The layer is not a published polygon layer: GET /layers lists them.", "value_error", "body", "layer")
 	}
 	if s.fences.AsCaller(sub.Layer) {
-		// Positions are matched by a worker, not as the subscriber: the
-		// layer's row-level security would not hold.
-		return apperr.InvalidField("The layer runs as its caller, under its table's row-level security; geofence events cannot watch such a layer.", "value_error", "body", "layer")
+		// Its fences are looked up as the owner, who sends the positions:
+		// an owner with no role accepted could never be told of them.
+		if c, err := s.caller(ctx, sub.Layer); err != nil || c == nil {
+			return errNoCaller
+		}
 	}
 	if sub.Filter == "" {
 		return nil
@@ -84,6 +91,9 @@ func (s *Service) CreateSubscription(ctx context.Context, owner string, sub Subs
 		return Subscription{}, err
 	}
 	secret := newSecret()
+	// The gate set the caller of a layer that runs as its caller; the
+	// subscription itself is geogate's, written as the login role.
+	ctx = pg.WithoutCaller(ctx)
 	var out Subscription
 	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error
@@ -145,6 +155,7 @@ func (s *Service) UpdateSubscription(ctx context.Context, owner, id string, sub 
 	if err := s.check(ctx, sub); err != nil {
 		return Subscription{}, err
 	}
+	ctx = pg.WithoutCaller(ctx) // as in CreateSubscription
 	var out Subscription
 	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -204,6 +215,9 @@ func (s *Service) RotateSecret(ctx context.Context, owner, id string, grace time
 		return Subscription{}, errNoSubscription
 	}
 	secret := newSecret()
+	// The gate set the caller of a layer that runs as its caller; the
+	// subscription itself is geogate's, written as the login role.
+	ctx = pg.WithoutCaller(ctx)
 	var out Subscription
 	err := s.db.Do(ctx, func(ctx context.Context, conn pg.Conn) error {
 		var err error

@@ -282,6 +282,18 @@ func (g *Gate) runAs(ctx context.Context, a Ask) error {
 	return nil
 }
 
+// Caller is the database caller of ctx on layer: nil for a layer that
+// does not run as its caller, the gate's 403 for a caller with no role
+// accepted. Work done for a caller beyond the route's own layers (a
+// report's subscriptions) asks it.
+func (g *Gate) Caller(ctx context.Context, layer string) (*pg.Caller, error) {
+	c, ok, err := g.rules.Caller(ctx, layer)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
 // Partition is what the cached answers of layer for the caller of ctx
 // are kept under (access.Settings.Partition): "" for a layer whose
 // answers are everyone's, access.NoCache for answers not to cache. It

@@ -66,6 +66,25 @@ func WithCallerSlot(ctx context.Context) context.Context {
 	return context.WithValue(ctx, slotKey{}, &callerSlot{})
 }
 
+// WithoutCaller returns ctx with a slot of its own, empty: statements run
+// for it run as the login role, whatever caller ctx had. Code that keeps
+// geogate's own tables for a request that runs as its caller uses it, and
+// queues the caller's statements between QueueAs and QueueAsLogin.
+func WithoutCaller(ctx context.Context) context.Context { return WithCallerSlot(ctx) }
+
+// QueueAs queues, in b, setting c as the caller for the statements
+// queued after it in b's transaction, up to QueueAsLogin.
+func QueueAs(b *pgx.Batch, c *Caller) { b.Queue(callerSQL, c.args()...) }
+
+// asLoginSQL ends what callerSQL began, within the transaction: the role
+// back to the login role and the caller's settings emptied.
+const asLoginSQL = `SELECT 1 FROM (VALUES (set_config('role', 'none', true), set_config('request.jwt.claims', '', true),
+       set_config('request.geogate.key', '', true), set_config('request.geogate.identity', '', true))) v`
+
+// QueueAsLogin queues, in b, running the statements after it as the
+// login role again.
+func QueueAsLogin(b *pgx.Batch) { b.Queue(asLoginSQL) }
+
 // ErrNoCallerSlot is SetCaller's answer for a context made without
 // WithCallerSlot: a request that cannot run as its caller must not run.
 var ErrNoCallerSlot = errors.New("pg: the request has no room for a caller")

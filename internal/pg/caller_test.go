@@ -3,6 +3,7 @@ package pg_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -175,4 +176,52 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestQueueAsThenAsLogin: within one transaction, the statements queued
+// between QueueAs and QueueAsLogin run as the caller, and those after as
+// the login role again, with the caller's settings emptied; and
+// WithoutCaller takes a request's caller away from its statements.
+func TestQueueAsThenAsLogin(t *testing.T) {
+	pool := open(t, pg.Options{MaxConns: 1})
+	tenantTable(t, pool)
+	ctx := context.Background()
+	var login string
+	if err := pool.QueryRow(ctx, "SELECT current_user").Scan(&login); err != nil {
+		t.Fatal(err)
+	}
+	c := &pg.Caller{Role: "gg_pgtest_reader", Claims: `{"tenant":"b"}`, Key: "k", Identity: "key:k"}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	pg.QueueAs(b, c)
+	var asCaller []int
+	b.Queue("SELECT id FROM pg_caller_rows ORDER BY id").Query(func(rows pgx.Rows) error {
+		var err error
+		asCaller, err = pgx.CollectRows(rows, pgx.RowTo[int])
+		return err
+	})
+	pg.QueueAsLogin(b)
+	var user, claims string
+	var all int
+	b.Queue("SELECT current_user, current_setting('request.jwt.claims', true), (SELECT count(*) FROM pg_caller_rows)").QueryRow(func(row pgx.Row) error {
+		return row.Scan(&user, &claims, &all)
+	})
+	b.Queue("COMMIT")
+	if err := pool.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asCaller, []int{3}) {
+		t.Errorf("as the caller: rows %v, want [3] (tenant b's)", asCaller)
+	}
+	if user != login || claims != "" || all != 3 {
+		t.Errorf("after QueueAsLogin: user %q, claims %q, %d rows; want %q, no claims, 3 rows", user, claims, all, login)
+	}
+
+	slot := pg.WithCallerSlot(ctx)
+	if err := pg.SetCaller(slot, *c); err != nil {
+		t.Fatal(err)
+	}
+	if pg.CallerOf(slot) == nil || pg.CallerOf(pg.WithoutCaller(slot)) != nil {
+		t.Errorf("WithoutCaller kept the caller of its context")
+	}
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/geogate/geogate/internal/testenv"
+)
+
+// TestTenantsWatchTheirOwnZones subscribes two tenants to tenant_zones, a
+// layer that runs as its caller, and reports each one's device at a point
+// inside both tenants' zones: each is told of its own zone alone, as its
+// own role and claims see the table, through the zones' lookups and a
+// subscription's filter alike. A key with no database role may not
+// subscribe.
+func TestTenantsWatchTheirOwnZones(t *testing.T) {
+	base, env, _ := tenantService(t)
+	id := "ev-" + testenv.Prefix(t)
+	key := func(name string, args ...string) eventsCaller {
+		secret := runCLI(t, env, append([]string{"keys", "create", "--name", id + "-" + name, "--scopes", "all"}, args...)...)
+		return eventsCaller{t: t, base: base, key: strings.TrimSpace(secret)}
+	}
+	a := key("a", "--db-role", "gg_tenant", "--claims", `{"tenant":"a"}`)
+	b := key("b", "--db-role", "gg_tenant", "--claims", `{"tenant":"b"}`)
+	none := key("none")
+
+	subscribe := func(c eventsCaller, body string) string {
+		t.Helper()
+		status, got := c.do("POST", "/subscriptions", body)
+		var sub struct{ ID string }
+		if err := json.Unmarshal([]byte(got), &sub); status != 201 || err != nil {
+			t.Fatalf("POST /subscriptions %s = %d %s, want 201", body, status, got)
+		}
+		return sub.ID
+	}
+	subA := subscribe(a, `{"layer":"tenant_zones","kinds":["enter","exit"]}`)
+	filteredA := subscribe(a, `{"layer":"tenant_zones","kinds":["enter"],"filter":"name LIKE 'zone-%'"}`)
+	subB := subscribe(b, `{"layer":"tenant_zones","kinds":["enter","exit"]}`)
+	if status, got := none.do("POST", "/subscriptions", `{"layer":"tenant_zones","kinds":["enter"]}`); status != 403 || strings.Contains(got, "gg_tenant") {
+		t.Errorf("a key with no role subscribing: %d %s, want a 403 naming no role", status, got)
+	}
+
+	// Inside both zones, then inside tenant a's alone.
+	for _, c := range []eventsCaller{a, b} {
+		if status, got := c.do("POST", "/positions", positionsBody("van", [2]float64{13.4, 52.5}, [2]float64{13.32, 52.42})); status != 202 {
+			t.Fatalf("POST /positions = %d %s", status, got)
+		}
+	}
+	for _, tc := range []struct {
+		c    eventsCaller
+		sub  string
+		want []string
+	}{
+		{a, subA, []string{"enter 1"}},
+		{a, filteredA, []string{"enter 1"}},
+		{b, subB, []string{"enter 2", "exit 2"}},
+	} {
+		if got := eventsOf(t, tc.c, tc.sub); !slices.Equal(got, tc.want) {
+			t.Errorf("events of %s = %v, want %v", tc.sub, got, tc.want)
+		}
+	}
+}
+
+// eventsOf lists the events pulled from subscription sub, in order, as
+// "<kind> <fence>".
+func eventsOf(t *testing.T, c eventsCaller, sub string) []string {
+	t.Helper()
+	status, body := c.do("GET", "/events?subscription="+sub, "")
+	var page struct {
+		Events []struct{ Data struct{ Kind, Fence string } }
+	}
+	if err := json.Unmarshal([]byte(body), &page); status != 200 || err != nil {
+		t.Fatalf("GET /events = %d %s", status, body)
+	}
+	out := []string{}
+	for _, e := range page.Events {
+		out = append(out, e.Data.Kind+" "+e.Data.Fence)
+	}
+	return out
+}
