@@ -67,16 +67,29 @@ func TestTenantsWatchTheirOwnZones(t *testing.T) {
 // "<kind> <fence>".
 func eventsOf(t *testing.T, c eventsCaller, sub string) []string {
 	t.Helper()
+	out := []string{}
+	for _, e := range pulled(t, c, sub) {
+		out = append(out, e.Kind+" "+e.Fence)
+	}
+	return out
+}
+
+// pulledEvent is what the tests read of an event's data.
+type pulledEvent struct{ Kind, Fence, Cause string }
+
+// pulled is the first page of subscription sub's events, in order.
+func pulled(t *testing.T, c eventsCaller, sub string) []pulledEvent {
+	t.Helper()
 	status, body := c.do("GET", "/events?subscription="+sub, "")
 	var page struct {
-		Events []struct{ Data struct{ Kind, Fence string } }
+		Events []struct{ Data pulledEvent }
 	}
 	if err := json.Unmarshal([]byte(body), &page); status != 200 || err != nil {
 		t.Fatalf("GET /events = %d %s", status, body)
 	}
-	out := []string{}
-	for _, e := range page.Events {
-		out = append(out, e.Data.Kind+" "+e.Data.Fence)
+	out := make([]pulledEvent, len(page.Events))
+	for i, e := range page.Events {
+		out[i] = e.Data
 	}
 	return out
 }

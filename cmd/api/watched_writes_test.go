@@ -88,19 +88,10 @@ func TestWritesTellWatchedExits(t *testing.T) {
 // "exit <fence> <cause>".
 func exitsOf(t *testing.T, c eventsCaller, sub string) []string {
 	t.Helper()
-	status, body := c.do("GET", "/events?subscription="+sub, "")
-	var page struct {
-		Events []struct {
-			Data struct{ Kind, Fence, Cause string }
-		}
-	}
-	if err := json.Unmarshal([]byte(body), &page); status != 200 || err != nil {
-		t.Fatalf("GET /events = %d %s", status, body)
-	}
 	var out []string
-	for _, e := range page.Events {
-		if e.Data.Kind == "exit" {
-			out = append(out, e.Data.Kind+" "+e.Data.Fence+" "+e.Data.Cause)
+	for _, e := range pulled(t, c, sub) {
+		if e.Kind == "exit" {
+			out = append(out, e.Kind+" "+e.Fence+" "+e.Cause)
 		}
 	}
 	return out
