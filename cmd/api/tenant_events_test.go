@@ -14,7 +14,7 @@ import (
 // inside both tenants' zones: each is told of its own zone alone, as its
 // own role and claims see the table, through the zones' lookups and a
 // subscription's filter alike. A key with no database role may not
-// subscribe.
+// subscribe, and one that loses its role is no longer evaluated.
 func TestTenantsWatchTheirOwnZones(t *testing.T) {
 	base, env, _ := tenantService(t)
 	id := "ev-" + testenv.Prefix(t)
@@ -60,6 +60,20 @@ func TestTenantsWatchTheirOwnZones(t *testing.T) {
 		if got := eventsOf(t, tc.c, tc.sub); !slices.Equal(got, tc.want) {
 			t.Errorf("events of %s = %v, want %v", tc.sub, got, tc.want)
 		}
+	}
+
+	// Tenant a's key loses its role: its reports are still taken, and
+	// its subscriptions to the layer are no longer evaluated, so leaving
+	// the zone tells nothing.
+	admin := key("admin")
+	if status, got := admin.do("PATCH", "/admin/keys/"+id+"-a", `{"db_role":null}`); status != 200 {
+		t.Fatalf("PATCH the key's role away: %d %s", status, got)
+	}
+	if status, got := a.do("POST", "/positions", positionsBody("van", [2]float64{13.0, 52.0})); status != 202 {
+		t.Fatalf("POST /positions after the role was taken away = %d %s, want 202", status, got)
+	}
+	if got := eventsOf(t, a, subA); !slices.Equal(got, []string{"enter 1"}) {
+		t.Errorf("events of the key without its role = %v, want no more than [enter 1]", got)
 	}
 }
 

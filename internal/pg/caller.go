@@ -148,6 +148,12 @@ func callerFailed(err error) error {
 	return err
 }
 
+// CallerRefused is err as a caller is told of it when statements run as
+// a caller without a Runner's help (queued with QueueAs): a role the
+// database would not switch to, or a privilege it lacks, is the 403 of
+// ErrCallerRole; anything else stays.
+func CallerRefused(err error) error { return callerFailed(err) }
+
 // refusedCaller reports a statement a caller's role may not run: no
 // privilege on a table, or a row its policies' WITH CHECK refuse.
 func refusedCaller(ctx context.Context, err error) bool {
